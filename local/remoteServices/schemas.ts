@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+/** The order data every operation receives (extra fields are allowed and ignored). */
+export const orderLineSchema = z.object({
+  sku: z.string().min(1),
+  quantity: z.number().int().positive(),
+  unitPrice: z.number().nonnegative(),
+});
+
+export const orderRequestSchema = z.looseObject({
+  orderId: z.string().min(1),
+  customerId: z.string().min(1),
+  items: z.array(orderLineSchema).min(1),
+  shippingAddress: z.union([z.string().min(1), z.looseObject({})]),
+});
+
+/** A compensation carries the order data plus the Idempotency-Key of the action it undoes. */
+export const compensationRequestSchema = orderRequestSchema.extend({
+  originalIdempotencyKey: z.string().min(1),
+});
+
+export type OrderRequest = z.infer<typeof orderRequestSchema>;
+export type CompensationRequest = z.infer<typeof compensationRequestSchema>;
+
+/** Service-wide faults, for chaos runs. Rates are probabilities per request. */
+export const faultSettingsSchema = z.strictObject({
+  transientRate: z.number().min(0).max(1).optional(),
+  latencyMs: z.number().int().nonnegative().optional(),
+  latencyJitterMs: z.number().int().nonnegative().optional(),
+  hangRate: z.number().min(0).max(1).optional(),
+  /** Seeds the PRNG behind the rates and the jitter, so a chaos run can be replayed. */
+  seed: z.number().int().optional(),
+});
+
+export type FaultSettings = z.infer<typeof faultSettingsSchema>;
+
+/** Reads FaultSettings from REMOTE_TRANSIENT_RATE, REMOTE_LATENCY_MS, REMOTE_LATENCY_JITTER_MS,
+ * REMOTE_HANG_RATE and REMOTE_FAULT_SEED; throws naming the variable when one is malformed. */
+export function faultSettingsFromEnv(env: Record<string, string | undefined> = process.env): FaultSettings {
+  const names = {
+    transientRate: 'REMOTE_TRANSIENT_RATE',
+    latencyMs: 'REMOTE_LATENCY_MS',
+    latencyJitterMs: 'REMOTE_LATENCY_JITTER_MS',
+    hangRate: 'REMOTE_HANG_RATE',
+    seed: 'REMOTE_FAULT_SEED',
+  } as const;
+  const raw: Record<string, number> = {};
+  for (const [field, name] of Object.entries(names)) {
+    const value = env[name]?.trim();
+    if (!value) continue;
+    const n = Number(value);
+    if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${value}"`);
+    raw[field] = n;
+  }
+  const parsed = faultSettingsSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new Error(`remote fault settings from the environment: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
