@@ -1,6 +1,10 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startRemoteService, startRemoteServices, type RunningRemoteService } from '../../local/remoteServices/index.js';
+import {
+  startRemoteService,
+  startRemoteServices,
+  type RunningRemoteService,
+} from '../../local/remoteServices/index.js';
 import { newOrderId, order, post } from './fixtures.js';
 
 // Real services over loopback; each test uses fresh order ids and the ledger is reset between tests.
@@ -74,7 +78,11 @@ describe('remote service side-effect ledger', () => {
     const again = await post(payment.url, 'refund', body, { 'Idempotency-Key': `${key}:compensate` });
     const otherKey = await post(payment.url, 'refund', body, { 'Idempotency-Key': `${key}:compensate-2` });
     assert.equal(first.status, 200);
-    assert.deepEqual(first.body, { compensated: true, refundId: (first.body as { refundId: string }).refundId, amount: 25 });
+    assert.deepEqual(first.body, {
+      compensated: true,
+      refundId: (first.body as { refundId: string }).refundId,
+      amount: 25,
+    });
     assert.deepEqual(again.body, first.body);
     assert.deepEqual(otherKey.body, first.body);
 
@@ -114,7 +122,7 @@ describe('remote service side-effect ledger', () => {
     assert.equal(ledger.counts.refusedAfterTombstone, 2);
   });
 
-  test('a compensation naming another order's action is refused', async () => {
+  test("a compensation naming another order's action is refused", async () => {
     const id = newOrderId();
     const key = `${id}:inventory`;
     await post(inventory.url, 'reserve', order(id), { 'Idempotency-Key': key });
