@@ -33,17 +33,3 @@ export function isCompensation(operation: RemoteOperation): operation is RemoteC
 export function actionCompensatedBy(compensation: RemoteCompensation): RemoteAction {
   return remoteOperations[serviceForOperation(compensation)].action;
 }
-
-/**
- * Idempotency keys the Agents send. The action's key is stable across every attempt and every
- * Supervisor retry of the step, so the service performs the effect at most once per (order, step).
- * A compensation names the action's key in its body (`originalIdempotencyKey`); its own header key
- * only needs to be stable across its own retries.
- */
-export function actionIdempotencyKey(orderId: string, step: string): string {
-  return `${orderId}:${step}`;
-}
-
-export function compensationIdempotencyKey(orderId: string, step: string): string {
-  return `${orderId}:${step}:compensate`;
-}
