@@ -1,0 +1,132 @@
+// Flex Consumption plan and the Function App. The runtime lives in functionAppConfig (Flex
+// rejects FUNCTIONS_WORKER_RUNTIME as an app setting). Every connection is identity-based:
+// the user-assigned identity signs in to storage, Service Bus and Application Insights.
+param name string
+param planName string
+param location string
+param tags object
+param identityId string
+param identityClientId string
+param storageAccountName string
+param deploymentContainerName string
+param applicationInsightsName string
+param serviceBusFullyQualifiedNamespace string
+param inventoryServiceUrl string
+param paymentServiceUrl string
+param shippingServiceUrl string
+param supervisorSchedule string
+param stepTimeoutSeconds string
+param failureSoftThreshold string
+param failureHardThreshold string
+param extendedBackoffSeconds string
+
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 100
+
+@allowed([2048, 4096])
+param instanceMemoryMB int = 2048
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+// Names and meaning match local.settings.sample.json (`_inAzure` and `Values`);
+// test/infra/drift.test.ts keeps them in step with shared/config/settings.ts.
+var appSettings = {
+  // Functions host storage (leases, timers, Service Bus scale state): identity only.
+  AzureWebJobsStorage__blobServiceUri: storage.properties.primaryEndpoints.blob
+  AzureWebJobsStorage__queueServiceUri: storage.properties.primaryEndpoints.queue
+  AzureWebJobsStorage__tableServiceUri: storage.properties.primaryEndpoints.table
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: identityClientId
+
+  // Service Bus triggers and our own ServiceBusClient.
+  ServiceBusConnection__fullyQualifiedNamespace: serviceBusFullyQualifiedNamespace
+  ServiceBusConnection__credential: 'managedidentity'
+  ServiceBusConnection__clientId: identityClientId
+
+  // The state store (Table Storage) for orders, process state and steps.
+  StateStoreConnection__tableServiceUri: storage.properties.primaryEndpoints.table
+
+  // DefaultAzureCredential in our SDK clients picks the user-assigned identity by this id.
+  AZURE_CLIENT_ID: identityClientId
+
+  // The connection string only names the ingestion endpoint: local auth is disabled on the
+  // component, so telemetry is accepted only with the Entra token from the line below.
+  APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+
+  INVENTORY_SERVICE_URL: inventoryServiceUrl
+  PAYMENT_SERVICE_URL: paymentServiceUrl
+  SHIPPING_SERVICE_URL: shippingServiceUrl
+  SUPERVISOR_SCHEDULE: supervisorSchedule
+  STEP_TIMEOUT_SECONDS: stepTimeoutSeconds
+  FAILURE_SOFT_THRESHOLD: failureSoftThreshold
+  FAILURE_HARD_THRESHOLD: failureHardThreshold
+  EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    tier: 'FlexConsumption'
+    name: 'FC1'
+  }
+  properties: {
+    reserved: true
+  }
+}
+
+resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
+  name: name
+  location: location
+  // azd finds the app to deploy the `api` service to by this tag.
+  tags: union(tags, { 'azd-service-name': 'api' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${storage.properties.primaryEndpoints.blob}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+      }
+      runtime: {
+        name: 'node'
+        version: '20'
+      }
+    }
+  }
+
+  resource settings 'config' = {
+    name: 'appsettings'
+    properties: appSettings
+  }
+}
+
+output name string = functionApp.name
+output uri string = 'https://${functionApp.properties.defaultHostName}'

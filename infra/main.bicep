@@ -1,0 +1,185 @@
+// Order processing (Scheduler Agent Supervisor) on Azure Functions Flex Consumption.
+// `azd up` provisions this and deploys the `api` service in one go. Identity-based
+// connections only: no account keys, no SAS, no connection strings with secrets.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(64)
+@description('azd environment name; part of every resource name.')
+param environmentName string
+
+@minLength(1)
+@description('Region for every resource. Must offer Flex Consumption.')
+@metadata({
+  azd: {
+    type: 'location'
+  }
+})
+param location string
+
+@description('Object id of the deploying user (azd sets AZURE_PRINCIPAL_ID). Gets read access for debugging. Empty: no user roles.')
+param principalId string = ''
+
+@allowed(['User', 'ServicePrincipal', 'Group'])
+param principalType string = 'User'
+
+@minLength(1)
+@description('Base URL of the inventory service the inventory Agent calls.')
+param inventoryServiceUrl string
+
+@minLength(1)
+@description('Base URL of the payment service the payment Agent calls.')
+param paymentServiceUrl string
+
+@minLength(1)
+@description('Base URL of the shipping service the shipping Agent calls.')
+param shippingServiceUrl string
+
+@description('NCRONTAB schedule of the Supervisor sweep (six fields, seconds first).')
+param supervisorSchedule string = '*/30 * * * * *'
+
+@description('Seconds an Agent has to finish a step (the complete-by window).')
+param stepTimeoutSeconds string = '60'
+
+@description('Failure count after which the Supervisor backs off before retrying.')
+param failureSoftThreshold string = '3'
+
+@description('Failure count after which the Supervisor gives up and compensates.')
+param failureHardThreshold string = '5'
+
+@description('Delay before a retry once the soft threshold is passed.')
+param extendedBackoffSeconds string = '120'
+
+@description('Email for operator alerts. Empty: the action group has no receivers.')
+param alertEmail string = ''
+
+var abbrs = loadJsonContent('./abbreviations.json')
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = { 'azd-env-name': environmentName }
+var functionAppName = '${abbrs.webSitesFunctions}api-${resourceToken}'
+var deploymentContainerName = 'app-package-${take(functionAppName, 32)}-${take(resourceToken, 7)}'
+
+// The Service Bus entities the app touches, by direction. Every name here must be declared in
+// infra/servicebus-emulator/Config.json (test/infra/drift.test.ts checks it); the entities
+// themselves are created from that file, never from this list.
+var appEntities = {
+  receivesFromQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping']
+  sendsToQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts']
+  sendsToTopics: ['order-status']
+  operatorAlertsQueue: 'operator-alerts'
+}
+
+resource rg 'Microsoft.Resources/resourceGroups@2021-04-01' = {
+  name: '${abbrs.resourcesResourceGroups}${environmentName}'
+  location: location
+  tags: tags
+}
+
+module identity 'app/identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: '${abbrs.managedIdentityUserAssignedIdentities}api-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module monitoring 'app/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: '${abbrs.operationalInsightsWorkspaces}${resourceToken}'
+    applicationInsightsName: '${abbrs.insightsComponents}${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module storage 'app/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: '${abbrs.storageStorageAccounts}${resourceToken}'
+    location: location
+    tags: tags
+    deploymentContainerName: deploymentContainerName
+  }
+}
+
+module serviceBus 'app/servicebus.bicep' = {
+  name: 'servicebus'
+  scope: rg
+  params: {
+    name: '${abbrs.serviceBusNamespaces}${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module rbac 'app/rbac.bicep' = {
+  name: 'rbac'
+  scope: rg
+  params: {
+    storageAccountName: storage.outputs.name
+    serviceBusNamespaceName: serviceBus.outputs.name
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    appPrincipalId: identity.outputs.principalId
+    receivesFromQueues: appEntities.receivesFromQueues
+    sendsToQueues: appEntities.sendsToQueues
+    sendsToTopics: appEntities.sendsToTopics
+    operatorAlertsQueue: appEntities.operatorAlertsQueue
+    userPrincipalId: principalId
+    userPrincipalType: principalType
+  }
+}
+
+module api 'app/api.bicep' = {
+  name: 'api'
+  scope: rg
+  params: {
+    name: functionAppName
+    planName: '${abbrs.webServerFarms}${resourceToken}'
+    location: location
+    tags: tags
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentContainerName: deploymentContainerName
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    serviceBusFullyQualifiedNamespace: serviceBus.outputs.fullyQualifiedNamespace
+    inventoryServiceUrl: inventoryServiceUrl
+    paymentServiceUrl: paymentServiceUrl
+    shippingServiceUrl: shippingServiceUrl
+    supervisorSchedule: supervisorSchedule
+    stepTimeoutSeconds: stepTimeoutSeconds
+    failureSoftThreshold: failureSoftThreshold
+    failureHardThreshold: failureHardThreshold
+    extendedBackoffSeconds: extendedBackoffSeconds
+  }
+  // The host must not start before its identity can reach storage and Service Bus.
+  dependsOn: [rbac]
+}
+
+module alerts 'app/alerts.bicep' = {
+  name: 'alerts'
+  scope: rg
+  params: {
+    serviceBusNamespaceName: serviceBus.outputs.name
+    actionGroupName: '${abbrs.insightsActionGroups}${resourceToken}'
+    alertNamePrefix: '${abbrs.insightsMetricAlerts}${resourceToken}'
+    operatorAlertsQueue: appEntities.operatorAlertsQueue
+    alertEmail: alertEmail
+    tags: tags
+  }
+}
+
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_NAME string = api.outputs.name
+output SERVICE_API_NAME string = api.outputs.name
+output SERVICE_API_URI string = api.outputs.uri
+output AZURE_CLIENT_ID string = identity.outputs.clientId
+output SERVICEBUS_FULLY_QUALIFIED_NAMESPACE string = serviceBus.outputs.fullyQualifiedNamespace
+output STATE_STORE_TABLE_URI string = storage.outputs.tableServiceUri

@@ -1,0 +1,125 @@
+import type {
+  Command,
+  DispatchStep,
+  NotifyScheduler,
+  PublishStatus,
+  RaiseOperatorAlert,
+  StatusEventName,
+} from './commands.js';
+import {
+  actionIdempotencyKey,
+  alertMessageId,
+  compensationIdempotencyKey,
+  dispatchMessageId,
+  processOrderMessageId,
+  statusMessageId,
+} from './keys.js';
+import type { OrderState } from './state.js';
+import type { Workflow } from './workflow.js';
+
+/**
+ * Builds commands from recorded state only, so transition.ts (right after a write) and
+ * outstanding.ts (healing after a crash) produce identical messages with identical ids.
+ */
+export function delayUntil(state: OrderState, now: Date): number {
+  if (state.scheduledFor === null) return 0;
+  return Math.max(0, Math.ceil((state.scheduledFor.getTime() - now.getTime()) / 1000));
+}
+
+export function dispatchCommand(
+  workflow: Workflow,
+  state: OrderState,
+  index: number,
+  kind: 'do' | 'compensate',
+  delaySeconds: number,
+): DispatchStep {
+  const def = workflow.steps[index];
+  const step = state.steps[index];
+  const compensate = kind === 'compensate';
+  const action = compensate ? def.compensation : def.action;
+  if (action === null || step.completeBy === null) {
+    throw new Error(`internal: no ${kind} dispatch for step ${def.name} in its state`);
+  }
+  const attempt = compensate ? step.compensationAttempt : step.attempt;
+  const actionKey = actionIdempotencyKey(state.orderId, def.name, step.run);
+  return {
+    type: 'DispatchStep',
+    orderId: state.orderId,
+    run: state.run,
+    step: def.name,
+    agentQueue: def.agent,
+    action,
+    kind,
+    attempt,
+    completeBy: step.completeBy,
+    delaySeconds,
+    idempotencyKey: compensate ? compensationIdempotencyKey(state.orderId, def.name, step.run) : actionKey,
+    actionIdempotencyKey: actionKey,
+    messageId: dispatchMessageId(state.orderId, def.name, attempt, kind, state.run),
+  };
+}
+
+/** The process-order message that asks a Scheduler to claim a Pending order. */
+export function notifyCommand(state: OrderState, now: Date): NotifyScheduler {
+  const delaySeconds = delayUntil(state, now);
+  let reason: NotifyScheduler['reason'];
+  let n: number;
+  if (state.failureCount > 0) {
+    // Delayed exactly when the transition applied the extended back-off (scheduledFor > updatedAt).
+    const delayed = state.scheduledFor !== null && state.scheduledFor.getTime() > state.updatedAt.getTime();
+    reason = delayed ? 'backoff-retry' : 'retry';
+    n = state.failureCount;
+  } else if (state.run > 1) {
+    reason = 'resubmitted';
+    n = state.run;
+  } else {
+    reason = 'submitted';
+    n = 1;
+  }
+  return {
+    type: 'NotifyScheduler',
+    orderId: state.orderId,
+    run: state.run,
+    reason,
+    delaySeconds,
+    messageId: processOrderMessageId(state.orderId, reason, n, state.run),
+  };
+}
+
+export function statusCommand(
+  state: OrderState,
+  event: StatusEventName,
+  at: Date,
+  step?: string,
+  detail?: string,
+): PublishStatus {
+  const cmd: PublishStatus = {
+    type: 'PublishStatus',
+    orderId: state.orderId,
+    run: state.run,
+    event,
+    processState: state.processState,
+    at,
+    messageId: statusMessageId(state.orderId, event, state.run, step),
+  };
+  if (step !== undefined) cmd.step = step;
+  if (detail !== undefined) cmd.detail = detail;
+  return cmd;
+}
+
+export function alertCommand(state: OrderState, at: Date): RaiseOperatorAlert {
+  if (state.errorCode === null) throw new Error('internal: alert without an error code');
+  return {
+    type: 'RaiseOperatorAlert',
+    orderId: state.orderId,
+    run: state.run,
+    code: state.errorCode,
+    reason: state.errorDetail ?? state.errorCode,
+    processState: state.processState,
+    failureCount: state.failureCount,
+    at,
+    messageId: alertMessageId(state.orderId, state.errorCode, state.run),
+  };
+}
+
+export type { Command };

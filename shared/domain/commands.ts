@@ -1,0 +1,67 @@
+import type { ErrorCode, ProcessState } from './state.js';
+
+/**
+ * What the adapters must do after a transition has been written. Plain data with deterministic
+ * message ids: sending one twice is absorbed by Service Bus duplicate detection.
+ */
+export interface DispatchStep {
+  type: 'DispatchStep';
+  orderId: string;
+  run: number;
+  step: string;
+  /** Queue of the Agent. */
+  agentQueue: string;
+  action: string;
+  kind: 'do' | 'compensate';
+  attempt: number;
+  /** The Agent stops silently after this; the message's TimeToLive ends here too. */
+  completeBy: Date;
+  /** Schedule the message this far in the future (backed-off compensation retries). */
+  delaySeconds: number;
+  /** Sent to the remote service on every attempt of this call. */
+  idempotencyKey: string;
+  /** For a compensation: the key of the action being undone (what to refund, release...). */
+  actionIdempotencyKey: string;
+  messageId: string;
+}
+
+export type ProcessOrderReason = 'submitted' | 'retry' | 'backoff-retry' | 'resubmitted';
+
+/** Ask the Scheduler to claim a Pending order (a `process-order` message). */
+export interface NotifyScheduler {
+  type: 'NotifyScheduler';
+  orderId: string;
+  run: number;
+  reason: ProcessOrderReason;
+  delaySeconds: number;
+  messageId: string;
+}
+
+export type StatusEventName =
+  'received' | 'step-completed' | 'processed' | 'failed' | 'compensating' | 'compensated' | 'error';
+
+export interface PublishStatus {
+  type: 'PublishStatus';
+  orderId: string;
+  run: number;
+  event: StatusEventName;
+  processState: ProcessState;
+  step?: string;
+  detail?: string;
+  at: Date;
+  messageId: string;
+}
+
+export interface RaiseOperatorAlert {
+  type: 'RaiseOperatorAlert';
+  orderId: string;
+  run: number;
+  code: ErrorCode;
+  reason: string;
+  processState: ProcessState;
+  failureCount: number;
+  at: Date;
+  messageId: string;
+}
+
+export type Command = DispatchStep | NotifyScheduler | PublishStatus | RaiseOperatorAlert;

@@ -1,0 +1,55 @@
+import type { Command } from './commands.js';
+import { alertCommand, delayUntil, dispatchCommand, notifyCommand, statusCommand } from './commandFactory.js';
+import type { OrderState } from './state.js';
+import type { Workflow } from './workflow.js';
+
+/**
+ * The messages the recorded state implies should have been sent. A process can die between the
+ * state write and the sends; whoever next touches the order (a redelivered message, a duplicate,
+ * a retried POST) sends these again. Message ids equal those of the original sends, so Service
+ * Bus duplicate detection drops what did go out.
+ */
+export function outstandingCommands(workflow: Workflow, state: OrderState, now: Date): Command[] {
+  const find = (status: string): number => state.steps.findIndex((s) => s.status === status);
+  switch (state.processState) {
+    case 'Pending':
+      return [notifyCommand(state, now)];
+    case 'Processing': {
+      const i = find('Running');
+      return i >= 0 ? [dispatchCommand(workflow, state, i, 'do', 0)] : [];
+    }
+    case 'Compensating': {
+      const commands: Command[] = [];
+      if (state.errorCode !== null) commands.push(alertCommand(state, state.updatedAt));
+      commands.push(
+        statusCommand(
+          state,
+          'compensating',
+          state.updatedAt,
+          undefined,
+          state.compensationReason ?? undefined,
+        ),
+      );
+      const i = find('Compensating');
+      if (i >= 0) commands.push(dispatchCommand(workflow, state, i, 'compensate', delayUntil(state, now)));
+      return commands;
+    }
+    case 'Processed':
+      return [statusCommand(state, 'processed', state.updatedAt)];
+    case 'Compensated':
+      return [
+        statusCommand(
+          state,
+          'compensated',
+          state.updatedAt,
+          undefined,
+          state.compensationReason ?? undefined,
+        ),
+      ];
+    case 'Error':
+      return [
+        alertCommand(state, state.updatedAt),
+        statusCommand(state, 'error', state.updatedAt, undefined, state.errorDetail ?? undefined),
+      ];
+  }
+}

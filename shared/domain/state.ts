@@ -1,0 +1,81 @@
+/** The recorded state of one order's process and its steps: what the state store persists. */
+
+export type ProcessState = 'Pending' | 'Processing' | 'Processed' | 'Compensating' | 'Compensated' | 'Error';
+
+/**
+ * - TimedOut: the last attempt passed its complete-by without a reply and the order went back to
+ *   Pending; the remote call may or may not have happened (in doubt) and will be retried.
+ * - CompensationFailed: the undo was refused or given up on; an operator has to look.
+ */
+export type StepStatus =
+  | 'NotStarted'
+  | 'Running'
+  | 'TimedOut'
+  | 'Completed'
+  | 'Failed'
+  | 'Compensating'
+  | 'Compensated'
+  | 'CompensationFailed';
+
+/** Why compensation started; 'gave-up' (the Supervisor's hard threshold) ends in Error. */
+export type CompensationReason = 'step-failed' | 'cancelled' | 'gave-up';
+
+/** Why an order is (or is heading for) Error: the operator alert's subject. */
+export type ErrorCode = 'GaveUp' | 'CompensationFailed' | 'CompensationGaveUp';
+
+export interface StepState {
+  name: string;
+  status: StepStatus;
+  /** The run whose idempotency key this step's action carries (see keys.ts). */
+  run: number;
+  /** Attempts of the action in this run; a reply must name the current one. */
+  attempt: number;
+  compensationAttempt: number;
+  completeBy: Date | null;
+  lastError: string | null;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  compensatedAt: Date | null;
+}
+
+export interface OrderState {
+  orderId: string;
+  workflow: string;
+  /** 1 at submission, +1 on each operator resubmit. */
+  run: number;
+  processState: ProcessState;
+  /** The invocation that claimed the order (the pattern's LockedBy); null when not Processing. */
+  lockedBy: string | null;
+  /** Deadline for whatever is outstanding; the Supervisor acts when it has passed. Null when terminal. */
+  completeBy: Date | null;
+  /** Timeouts of the forward steps in this run; never decreases within a run. */
+  failureCount: number;
+  /** When the Scheduler was asked to claim a Pending order (delayed after the soft threshold). */
+  scheduledFor: Date | null;
+  compensationReason: CompensationReason | null;
+  errorCode: ErrorCode | null;
+  errorDetail: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** In workflow order. */
+  steps: StepState[];
+}
+
+export const terminalStates: readonly ProcessState[] = ['Processed', 'Compensated', 'Error'];
+
+export function isTerminal(state: ProcessState): boolean {
+  return terminalStates.includes(state);
+}
+
+/**
+ * Process-state moves the engine may make. Error -> Pending is the operator's resubmit; nothing
+ * else leaves a terminal state.
+ */
+export const allowedTransitions: Readonly<Record<ProcessState, readonly ProcessState[]>> = {
+  Pending: ['Pending', 'Processing', 'Compensating', 'Compensated', 'Error'],
+  Processing: ['Processing', 'Pending', 'Processed', 'Compensating', 'Compensated', 'Error'],
+  Compensating: ['Compensating', 'Compensated', 'Error'],
+  Processed: [],
+  Compensated: [],
+  Error: ['Pending'],
+};

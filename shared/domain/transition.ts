@@ -1,0 +1,422 @@
+import type { Command } from './commands.js';
+import { alertCommand, dispatchCommand, notifyCommand, statusCommand } from './commandFactory.js';
+import { addSeconds } from './clock.js';
+import { TransitionRefused } from './errors.js';
+import type { OrderEvent } from './events.js';
+import { isOrderId } from './orderId.js';
+import type { Policy } from './policy.js';
+import type { CompensationReason, OrderState, StepState, StepStatus } from './state.js';
+import { stepIndex, type Workflow } from './workflow.js';
+
+export interface Decision {
+  state: OrderState;
+  commands: Command[];
+}
+
+const maxErrorLength = 2000;
+
+/**
+ * The one transition function of the engine: pure, no I/O. The adapter loads the state, calls
+ * this, writes `state` with its ETag and only then carries out `commands`. An event that does not
+ * apply throws TransitionRefused and the input is left untouched.
+ */
+export function decide(
+  workflow: Workflow,
+  state: OrderState | null,
+  event: OrderEvent,
+  now: Date,
+  policy: Policy,
+): Decision {
+  if (!(now instanceof Date) || Number.isNaN(now.getTime()))
+    throw refuse('InvalidEvent', 'now is not a date');
+  if (state === null) {
+    if (event.type !== 'Submit') throw refuse('NoSuchOrder', `${event.type} needs an existing order`);
+    return submit(workflow, event.orderId, now, policy);
+  }
+  if (state.workflow !== workflow.name || state.steps.length !== workflow.steps.length) {
+    throw refuse('WorkflowMismatch', `order follows workflow ${state.workflow}, not ${workflow.name}`);
+  }
+  // Work on a copy: a refusal thrown half-way must leave the caller's state as it was.
+  const s = structuredClone(state);
+  const t = new Transition(workflow, s, now, policy);
+  switch (event.type) {
+    case 'Submit':
+      throw refuse('AlreadySubmitted', `order ${state.orderId} exists`);
+    case 'Claim':
+      t.claim(event.by);
+      break;
+    case 'StepSucceeded':
+      t.stepSucceeded(t.currentDo(event));
+      break;
+    case 'StepFailedPermanently':
+      t.stepFailed(t.currentDo(event), event.error);
+      break;
+    case 'TimedOut':
+      t.timedOut();
+      break;
+    case 'CompensationSucceeded':
+      t.compensationSucceeded(t.currentCompensation(event));
+      break;
+    case 'CompensationFailed':
+      t.compensationFailed(t.currentCompensation(event), event.error);
+      break;
+    case 'OperatorResubmit':
+      t.resubmit(event.by);
+      break;
+    case 'OperatorCancel':
+      t.cancel(event.by, event.reason);
+      break;
+    default: {
+      const unknown: never = event;
+      throw refuse('InvalidEvent', `unknown event ${JSON.stringify(unknown)}`);
+    }
+  }
+  s.updatedAt = now;
+  return { state: s, commands: t.commands };
+}
+
+function refuse(code: TransitionRefused['code'], message: string): TransitionRefused {
+  return new TransitionRefused(code, message);
+}
+
+function submit(workflow: Workflow, orderId: string, now: Date, policy: Policy): Decision {
+  if (!isOrderId(orderId)) throw refuse('InvalidEvent', 'Submit needs a valid order id');
+  const state: OrderState = {
+    orderId,
+    workflow: workflow.name,
+    run: 1,
+    processState: 'Pending',
+    lockedBy: null,
+    completeBy: addSeconds(now, policy.claimTimeoutSeconds),
+    failureCount: 0,
+    scheduledFor: now,
+    compensationReason: null,
+    errorCode: null,
+    errorDetail: null,
+    createdAt: now,
+    updatedAt: now,
+    steps: workflow.steps.map((d) => freshStep(d.name, 1)),
+  };
+  return { state, commands: [notifyCommand(state, now), statusCommand(state, 'received', now)] };
+}
+
+function freshStep(name: string, run: number): StepState {
+  return {
+    name,
+    status: 'NotStarted',
+    run,
+    attempt: 0,
+    compensationAttempt: 0,
+    completeBy: null,
+    lastError: null,
+    startedAt: null,
+    completedAt: null,
+    compensatedAt: null,
+  };
+}
+
+/**
+ * Steps that compensation must undo. Completed ones, obviously; and a step whose action is in
+ * doubt (Running, or TimedOut: the remote call may have happened although no reply came). Undoing
+ * an in-doubt step is safe because a compensation carries its own idempotency key and names the
+ * action's key: a remote service that never performed the action records a tombstone and answers
+ * success, and refuses the action if it arrives late. Not undoing it could leave a charge behind.
+ * A Failed step is not undone: the service refused it, so nothing happened.
+ */
+const compensable: readonly StepStatus[] = ['Completed', 'Running', 'TimedOut'];
+
+function clip(text: string): string {
+  return text.length > maxErrorLength ? text.slice(0, maxErrorLength) : text;
+}
+
+function positiveInt(n: unknown): boolean {
+  return Number.isInteger(n) && (n as number) >= 1;
+}
+
+class Transition {
+  readonly commands: Command[] = [];
+
+  constructor(
+    private readonly workflow: Workflow,
+    private readonly s: OrderState,
+    private readonly now: Date,
+    private readonly policy: Policy,
+  ) {}
+
+  private requireState(allowed: OrderState['processState'][], what: string): void {
+    if (!allowed.includes(this.s.processState)) {
+      throw refuse('NotAllowedInState', `${what} is not allowed when the order is ${this.s.processState}`);
+    }
+  }
+
+  private indexOf(name: unknown): number {
+    const i = typeof name === 'string' ? stepIndex(this.workflow, name) : -1;
+    if (i < 0) throw refuse('UnknownStep', `no step ${String(name)} in workflow ${this.workflow.name}`);
+    return i;
+  }
+
+  private checkReply(e: { step: string; run: number; attempt: number }): number {
+    const i = this.indexOf(e.step);
+    if (!positiveInt(e.run) || !positiveInt(e.attempt)) {
+      throw refuse('InvalidEvent', 'run and attempt must be positive integers');
+    }
+    return i;
+  }
+
+  /** The step a do-reply answers, if it is the attempt we are waiting for. */
+  currentDo(e: { step: string; run: number; attempt: number }): number {
+    const i = this.checkReply(e);
+    const step = this.s.steps[i];
+    const current =
+      this.s.processState === 'Processing' &&
+      step.status === 'Running' &&
+      e.run === this.s.run &&
+      e.attempt === step.attempt;
+    if (!current) {
+      throw refuse(
+        'StaleAttempt',
+        `reply for ${e.step} run ${e.run} attempt ${e.attempt}; current: ${this.s.processState}, ` +
+          `step ${step.status} run ${this.s.run} attempt ${step.attempt}`,
+      );
+    }
+    return i;
+  }
+
+  currentCompensation(e: { step: string; run: number; attempt: number }): number {
+    const i = this.checkReply(e);
+    const step = this.s.steps[i];
+    const current =
+      this.s.processState === 'Compensating' &&
+      step.status === 'Compensating' &&
+      e.run === this.s.run &&
+      e.attempt === step.compensationAttempt;
+    if (!current) {
+      throw refuse(
+        'StaleAttempt',
+        `compensation reply for ${e.step} run ${e.run} attempt ${e.attempt}; current: ` +
+          `${this.s.processState}, step ${step.status} attempt ${step.compensationAttempt}`,
+      );
+    }
+    return i;
+  }
+
+  claim(by: string): void {
+    if (typeof by !== 'string' || by.trim() === '')
+      throw refuse('InvalidEvent', 'Claim needs an invocation id');
+    this.requireState(['Pending'], 'Claim');
+    this.s.lockedBy = by;
+    this.s.processState = 'Processing';
+    this.s.scheduledFor = null;
+    const next = this.s.steps.findIndex((st) => st.status !== 'Completed');
+    if (next < 0) this.processed();
+    else this.dispatchDo(next);
+  }
+
+  stepSucceeded(i: number): void {
+    const step = this.s.steps[i];
+    step.status = 'Completed';
+    step.completedAt = this.now;
+    step.completeBy = null;
+    step.lastError = null;
+    this.commands.push(statusCommand(this.s, 'step-completed', this.now, step.name));
+    const next = this.s.steps.findIndex((st, j) => j > i && st.status !== 'Completed');
+    if (next < 0) this.processed();
+    else this.dispatchDo(next);
+  }
+
+  stepFailed(i: number, error: string): void {
+    const step = this.s.steps[i];
+    step.status = 'Failed';
+    step.completeBy = null;
+    step.lastError = clip(String(error));
+    this.commands.push(statusCommand(this.s, 'failed', this.now, step.name, step.lastError));
+    this.startCompensation('step-failed');
+  }
+
+  timedOut(): void {
+    this.requireState(['Pending', 'Processing', 'Compensating'], 'TimedOut');
+    const completeBy = this.s.completeBy;
+    if (completeBy === null || completeBy.getTime() >= this.now.getTime()) {
+      throw refuse('NotExpired', `complete-by ${completeBy?.toISOString() ?? 'none'} has not passed`);
+    }
+    if (this.s.processState === 'Compensating') {
+      this.compensationTimedOut();
+      return;
+    }
+    const running = this.s.steps.findIndex((st) => st.status === 'Running');
+    if (running >= 0) {
+      const step = this.s.steps[running];
+      step.status = 'TimedOut';
+      step.completeBy = null;
+      step.lastError = `attempt ${step.attempt} passed its complete-by`;
+    }
+    this.s.lockedBy = null;
+    this.s.failureCount += 1;
+    const f = this.s.failureCount;
+    if (f >= this.policy.failureHardThreshold) {
+      this.s.errorCode = 'GaveUp';
+      this.s.errorDetail = `gave up after ${f} timeouts`;
+      this.startCompensation('gave-up', true);
+      return;
+    }
+    const delay = f >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+    this.s.processState = 'Pending';
+    this.s.scheduledFor = addSeconds(this.now, delay);
+    this.s.completeBy = addSeconds(this.now, delay + this.policy.claimTimeoutSeconds);
+    // notifyCommand reads updatedAt to tell a back-off from an immediate retry.
+    this.s.updatedAt = this.now;
+    this.commands.push(notifyCommand(this.s, this.now));
+  }
+
+  private compensationTimedOut(): void {
+    const i = this.s.steps.findIndex((st) => st.status === 'Compensating');
+    if (i < 0) throw new Error('internal: Compensating order without a compensating step');
+    const step = this.s.steps[i];
+    const timeouts = step.compensationAttempt;
+    if (timeouts >= this.policy.failureHardThreshold) {
+      step.status = 'CompensationFailed';
+      step.completeBy = null;
+      step.lastError = `compensation timed out ${timeouts} times`;
+      this.error('CompensationGaveUp', `compensation of ${step.name} timed out ${timeouts} times`);
+      return;
+    }
+    const delay = timeouts >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+    this.dispatchCompensation(i, delay);
+  }
+
+  compensationSucceeded(i: number): void {
+    const step = this.s.steps[i];
+    step.status = 'Compensated';
+    step.compensatedAt = this.now;
+    step.completeBy = null;
+    this.compensateNextOrFinish();
+  }
+
+  compensationFailed(i: number, error: string): void {
+    const step = this.s.steps[i];
+    step.status = 'CompensationFailed';
+    step.completeBy = null;
+    step.lastError = clip(String(error));
+    this.error('CompensationFailed', `compensation of ${step.name} failed: ${step.lastError}`);
+  }
+
+  resubmit(by: string): void {
+    if (typeof by !== 'string' || by.trim() === '')
+      throw refuse('InvalidEvent', 'OperatorResubmit needs an operator');
+    this.requireState(['Error'], 'OperatorResubmit');
+    const run = this.s.run + 1;
+    this.s.run = run;
+    this.s.processState = 'Pending';
+    this.s.lockedBy = null;
+    this.s.failureCount = 0;
+    this.s.compensationReason = null;
+    this.s.errorCode = null;
+    this.s.errorDetail = null;
+    this.s.scheduledFor = this.now;
+    this.s.completeBy = addSeconds(this.now, this.policy.claimTimeoutSeconds);
+    // A step still Completed was never undone: its effect stands and is not repeated. Every other
+    // step runs again under the new run's idempotency key (the operator has resolved the cause).
+    this.s.steps = this.s.steps.map((st) => (st.status === 'Completed' ? st : freshStep(st.name, run)));
+    this.s.updatedAt = this.now;
+    this.commands.push(notifyCommand(this.s, this.now));
+    this.commands.push(statusCommand(this.s, 'received', this.now, undefined, `resubmitted by ${by}`));
+  }
+
+  cancel(by: string, reason: string | undefined): void {
+    if (typeof by !== 'string' || by.trim() === '')
+      throw refuse('InvalidEvent', 'OperatorCancel needs an operator');
+    this.requireState(['Pending', 'Processing'], 'OperatorCancel');
+    this.startCompensation('cancelled', false, clip(`cancelled by ${by}${reason ? `: ${reason}` : ''}`));
+  }
+
+  private processed(): void {
+    this.s.processState = 'Processed';
+    this.s.lockedBy = null;
+    this.s.completeBy = null;
+    this.commands.push(statusCommand(this.s, 'processed', this.now));
+  }
+
+  private dispatchDo(i: number): void {
+    const step = this.s.steps[i];
+    step.status = 'Running';
+    step.attempt += 1;
+    step.startedAt = this.now;
+    step.completeBy = addSeconds(this.now, this.policy.stepTimeoutSeconds);
+    this.s.completeBy = step.completeBy;
+    this.commands.push(dispatchCommand(this.workflow, this.s, i, 'do', 0));
+  }
+
+  private dispatchCompensation(i: number, delaySeconds: number): void {
+    const step = this.s.steps[i];
+    step.status = 'Compensating';
+    step.compensationAttempt += 1;
+    step.completeBy = addSeconds(this.now, delaySeconds + this.policy.stepTimeoutSeconds);
+    this.s.completeBy = step.completeBy;
+    this.s.scheduledFor = addSeconds(this.now, delaySeconds);
+    this.commands.push(dispatchCommand(this.workflow, this.s, i, 'compensate', delaySeconds));
+  }
+
+  private nextToCompensate(): number {
+    for (let i = this.s.steps.length - 1; i >= 0; i--) {
+      if (this.workflow.steps[i].compensation !== null && compensable.includes(this.s.steps[i].status))
+        return i;
+    }
+    return -1;
+  }
+
+  /** Undo the steps in reverse order, one at a time; each ends Compensated, so never twice. */
+  private startCompensation(reason: CompensationReason, alert = false, detail: string = reason): void {
+    this.s.compensationReason = reason;
+    this.s.lockedBy = null;
+    this.s.scheduledFor = null;
+    if (this.nextToCompensate() < 0) {
+      this.finishCompensation(alert, detail);
+      return;
+    }
+    this.s.processState = 'Compensating';
+    if (alert) this.commands.push(alertCommand(this.s, this.now));
+    this.commands.push(statusCommand(this.s, 'compensating', this.now, undefined, detail));
+    this.dispatchCompensation(this.nextToCompensate(), 0);
+  }
+
+  private compensateNextOrFinish(): void {
+    const next = this.nextToCompensate();
+    if (next >= 0) this.dispatchCompensation(next, 0);
+    else this.finishCompensation(false);
+  }
+
+  private finishCompensation(alert: boolean, detail?: string): void {
+    this.s.lockedBy = null;
+    this.s.completeBy = null;
+    this.s.scheduledFor = null;
+    if (this.s.compensationReason === 'gave-up') {
+      this.s.processState = 'Error';
+      if (alert) this.commands.push(alertCommand(this.s, this.now));
+      this.commands.push(
+        statusCommand(this.s, 'error', this.now, undefined, this.s.errorDetail ?? undefined),
+      );
+    } else {
+      this.s.processState = 'Compensated';
+      this.commands.push(
+        statusCommand(
+          this.s,
+          'compensated',
+          this.now,
+          undefined,
+          detail ?? this.s.compensationReason ?? undefined,
+        ),
+      );
+    }
+  }
+
+  private error(code: 'CompensationFailed' | 'CompensationGaveUp', detail: string): void {
+    this.s.processState = 'Error';
+    this.s.lockedBy = null;
+    this.s.completeBy = null;
+    this.s.scheduledFor = null;
+    this.s.errorCode = code;
+    this.s.errorDetail = clip(detail);
+    this.commands.push(alertCommand(this.s, this.now));
+    this.commands.push(statusCommand(this.s, 'error', this.now, undefined, this.s.errorDetail));
+  }
+}

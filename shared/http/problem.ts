@@ -1,0 +1,58 @@
+import type { HttpResponseInit } from '@azure/functions';
+
+/**
+ * RFC 9457 problem details. Every error a client sees is one of these: a status, a short
+ * title, and a detail a person can act on. Never a stack trace.
+ */
+export interface ProblemDetails {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  instance?: string;
+  [extension: string]: unknown;
+}
+
+const typeBase = 'https://github.com/order-processing-sas/problems/';
+
+export const problemTypes = {
+  validation: 'validation-error',
+  tooLarge: 'payload-too-large',
+  unsupportedMediaType: 'unsupported-media-type',
+  malformedJson: 'malformed-json',
+  notFound: 'not-found',
+  conflict: 'conflict',
+  idempotencyConflict: 'idempotency-key-reused',
+  invalidState: 'invalid-state',
+  busy: 'busy',
+  internal: 'internal-error',
+} as const;
+
+export type ProblemType = (typeof problemTypes)[keyof typeof problemTypes];
+
+export function problem(
+  status: number,
+  type: ProblemType,
+  title: string,
+  detail?: string,
+  extensions: Record<string, unknown> = {},
+): HttpResponseInit {
+  const body: ProblemDetails = { type: typeBase + type, title, status, ...extensions };
+  if (detail !== undefined) body.detail = detail;
+  return {
+    status,
+    headers: { 'Content-Type': 'application/problem+json', 'Cache-Control': 'no-store' },
+    body: JSON.stringify(body),
+  };
+}
+
+/** One failing field of a request, as reported in a 400's `errors` extension. */
+export interface FieldError {
+  /** JSON Pointer (RFC 6901) to the failing value, e.g. `/items/0/quantity`. */
+  pointer: string;
+  detail: string;
+}
+
+export function validationProblem(errors: FieldError[], detail = 'The request body has invalid fields.') {
+  return problem(400, problemTypes.validation, 'Invalid request', detail, { errors });
+}

@@ -1,0 +1,85 @@
+import { ServiceBusClient, type ServiceBusMessage, type ServiceBusSender } from '@azure/service-bus';
+import { DefaultAzureCredential } from '@azure/identity';
+import type { ServiceBusConnection } from '../config/settings.js';
+
+/** One message to send: the body is JSON; the id is deterministic so duplicates are absorbed. */
+export interface OutgoingMessage {
+  messageId: string;
+  body: unknown;
+  subject?: string;
+  correlationId?: string;
+  /** Service Bus drops the message unread after this long (agent requests die at complete-by). */
+  timeToLiveMs?: number;
+  /** Deliver no earlier than this (the Supervisor's extended back-off). */
+  scheduledEnqueueTime?: Date;
+  applicationProperties?: Record<string, string | number | boolean>;
+}
+
+/** Counts of what the app asked Service Bus to do, for the cost benchmarks. */
+export interface BusCounters {
+  sends: number;
+  messages: number;
+}
+
+/** The narrow port the Scheduler, Agents and Supervisor use to talk through Service Bus. */
+export interface MessageBus {
+  send(entity: string, messages: OutgoingMessage[]): Promise<void>;
+  readonly counters: BusCounters;
+  close(): Promise<void>;
+}
+
+export function createServiceBusClient(connection: ServiceBusConnection): ServiceBusClient {
+  return connection.kind === 'connectionString'
+    ? new ServiceBusClient(connection.connectionString)
+    : new ServiceBusClient(connection.fullyQualifiedNamespace, new DefaultAzureCredential());
+}
+
+function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {
+  const message: ServiceBusMessage = {
+    messageId: m.messageId,
+    body: m.body,
+    contentType: 'application/json',
+  };
+  if (m.subject !== undefined) message.subject = m.subject;
+  if (m.correlationId !== undefined) message.correlationId = m.correlationId;
+  if (m.timeToLiveMs !== undefined) message.timeToLive = Math.max(1000, Math.floor(m.timeToLiveMs));
+  if (m.scheduledEnqueueTime !== undefined) message.scheduledEnqueueTimeUtc = m.scheduledEnqueueTime;
+  if (m.applicationProperties !== undefined) message.applicationProperties = m.applicationProperties;
+  return message;
+}
+
+/** A MessageBus over one ServiceBusClient, with one cached sender per entity. */
+export class ServiceBusMessageBus implements MessageBus {
+  readonly counters: BusCounters = { sends: 0, messages: 0 };
+  private readonly senders = new Map<string, ServiceBusSender>();
+
+  constructor(private readonly client: ServiceBusClient) {}
+
+  static fromConnection(connection: ServiceBusConnection): ServiceBusMessageBus {
+    return new ServiceBusMessageBus(createServiceBusClient(connection));
+  }
+
+  private sender(entity: string): ServiceBusSender {
+    let sender = this.senders.get(entity);
+    if (!sender) {
+      sender = this.client.createSender(entity);
+      this.senders.set(entity, sender);
+    }
+    return sender;
+  }
+
+  async send(entity: string, messages: OutgoingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    // One send per call: a batch of our few-KiB messages always fits one AMQP transfer.
+    await this.sender(entity).sendMessages(messages.map(toServiceBusMessage));
+    this.counters.sends += 1;
+    this.counters.messages += messages.length;
+  }
+
+  async close(): Promise<void> {
+    const senders = [...this.senders.values()];
+    this.senders.clear();
+    await Promise.allSettled(senders.map((s) => s.close()));
+    await this.client.close();
+  }
+}

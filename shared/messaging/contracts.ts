@@ -1,0 +1,131 @@
+import { z } from 'zod';
+
+/**
+ * The bodies of every message the app sends, validated on receipt. A body that fails its
+ * schema is dead-lettered with the reason (see `describeInvalidMessage`), never retried.
+ */
+
+export const orderIdSchema = z.uuid();
+const stepName = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/);
+const attempt = z.number().int().min(1).max(1000);
+const run = z.number().int().min(1).max(1000);
+const isoDate = z.iso.datetime({ offset: true });
+const kind = z.enum(['do', 'compensate']);
+
+/** Scheduler queue: start or resume an order from its recorded state. */
+export const processOrderSchema = z
+  .object({
+    type: z.literal('process-order'),
+    orderId: orderIdSchema,
+    reason: z.enum([
+      'submitted',
+      'retry',
+      'backoff-retry',
+      'resubmitted',
+      'cancelled',
+      'recovered',
+      'compensate',
+    ]),
+  })
+  .strict();
+
+/** Scheduler queue: an Agent's answer for one attempt of one step. */
+export const agentReplySchema = z
+  .object({
+    type: z.literal('agent-reply'),
+    orderId: orderIdSchema,
+    run,
+    step: stepName,
+    kind,
+    attempt,
+    outcome: z.enum(['succeeded', 'failed']),
+    result: z.unknown().optional(),
+    error: z
+      .object({ status: z.number().int().optional(), message: z.string().max(2000) })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const schedulerMessageSchema = z.discriminatedUnion('type', [processOrderSchema, agentReplySchema]);
+
+/** An Agent's queue: do (or undo) one step before completeBy. */
+export const agentRequestSchema = z
+  .object({
+    type: z.literal('agent-request'),
+    orderId: orderIdSchema,
+    run,
+    step: stepName,
+    kind,
+    action: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/),
+    attempt,
+    completeBy: isoDate,
+    idempotencyKey: z.string().min(1).max(200),
+    payload: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+
+/** order-status topic: what a client app follows instead of polling. */
+export const orderStatusEventSchema = z
+  .object({
+    type: z.literal('order-status'),
+    orderId: orderIdSchema,
+    event: z.string().max(40),
+    processState: z.string().max(40),
+    step: stepName.optional(),
+    at: isoDate,
+    detail: z.string().max(2000).optional(),
+  })
+  .strict();
+
+/** operator-alerts queue: an order a person has to look at. */
+export const operatorAlertSchema = z
+  .object({
+    type: z.literal('operator-alert'),
+    orderId: z.string().max(200),
+    reason: z.string().max(2000),
+    processState: z.string().max(40).optional(),
+    failureCount: z.number().int().min(0).optional(),
+    at: isoDate,
+  })
+  .strict();
+
+export type ProcessOrderMessage = z.infer<typeof processOrderSchema>;
+export type AgentReplyMessage = z.infer<typeof agentReplySchema>;
+export type SchedulerMessage = z.infer<typeof schedulerMessageSchema>;
+export type AgentRequestMessage = z.infer<typeof agentRequestSchema>;
+export type OrderStatusEvent = z.infer<typeof orderStatusEventSchema>;
+export type OperatorAlert = z.infer<typeof operatorAlertSchema>;
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string; orderId?: string };
+
+/** Largest message body we accept; ours are a few KiB. */
+export const maxMessageBytes = 64 * 1024;
+
+/**
+ * Validates a received body (already JSON-parsed by the host, or a string/Buffer). On failure
+ * it returns a reason fit for DeadLetterErrorDescription and the orderId when one is readable,
+ * so the order can be made visible to operators.
+ */
+export function parseMessage<T>(schema: z.ZodType<T>, body: unknown): Parsed<T> {
+  let value = body;
+  if (typeof value === 'string' || Buffer.isBuffer(value) || value instanceof Uint8Array) {
+    const text = Buffer.from(value as Uint8Array).toString('utf8');
+    if (text.length > maxMessageBytes)
+      return { ok: false, reason: `body larger than ${maxMessageBytes} bytes` };
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return { ok: false, reason: 'body is not JSON' };
+    }
+  }
+  const result = schema.safeParse(value);
+  if (result.success) return { ok: true, value: result.data };
+  const reason = result.error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+    .join('; ');
+  const candidate = (value as { orderId?: unknown } | null)?.orderId;
+  const orderId = orderIdSchema.safeParse(candidate).success ? (candidate as string) : undefined;
+  return { ok: false, reason: reason.slice(0, 1000), orderId };
+}
