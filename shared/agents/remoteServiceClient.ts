@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../domain/clock.js';
 import { loadCockatiel, type Cockatiel } from './cockatiel.js';
 import { breakerFor, normalizeBaseUrl } from './circuitBreakers.js';
 import {
@@ -63,12 +64,6 @@ export type RemoteCallResult =
    * attempt budget, or the service asked us to wait past the deadline. No reply is due.
    */
   | { outcome: 'deadline-passed'; reason: StopReason; attempts: number; lastError?: string };
-
-export interface Clock {
-  now(): Date;
-}
-
-const systemClock: Clock = { now: () => new Date() };
 
 /** The largest delay setTimeout accepts. */
 const maxTimerMs = 2_147_483_647;

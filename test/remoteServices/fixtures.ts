@@ -4,7 +4,7 @@ export interface OrderBody {
   orderId: string;
   customerId: string;
   items: { sku: string; quantity: number; unitPrice: number }[];
-  shippingAddress: { line1: string; city: string; postalCode: string; country: string };
+  shippingAddress: { name: string; line1: string; city: string; postalCode: string; country: string };
   originalIdempotencyKey?: string;
 }
 
@@ -24,7 +24,13 @@ export function order(orderId: string, extraSkus: string[] = []): OrderBody {
       { sku: 'BOOK-1', quantity: 2, unitPrice: 12.5 },
       ...extraSkus.map((sku) => ({ sku, quantity: 1, unitPrice: 0 })),
     ],
-    shippingAddress: { line1: '1 Main St', city: 'Springfield', postalCode: '12345', country: 'US' },
+    shippingAddress: {
+      name: 'Ada Lovelace',
+      line1: '1 Main St',
+      city: 'Springfield',
+      postalCode: '12345',
+      country: 'US',
+    },
   };
 }
 
