@@ -19,6 +19,9 @@ import {
  * sends nothing, as the pattern requires, and the Supervisor decides what happens to the step.
  */
 
+export { circuitStatesFor, resetCircuitBreakers, type CircuitStateName } from './circuitBreakers.js';
+export type { StopReason } from './remoteCallErrors.js';
+
 export interface RemoteCallPolicyOptions {
   /** Requests sent at most (waits on an open circuit do not count). */
   maxAttempts: number;
