@@ -1,0 +1,24 @@
+import { app, type InvocationContext } from '@azure/functions';
+import { settings } from '../shared/config/settings.js';
+import { dependencies } from '../shared/app/runtime.js';
+import { handleAgentRequest } from '../shared/agents/agent.js';
+import { queues, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
+
+settings();
+
+/** The Agent that wraps the inventory service. */
+export async function inventoryAgent(message: unknown, context: InvocationContext): Promise<void> {
+  const deps = dependencies();
+  await handleAgentRequest(
+    { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.inventory },
+    queues.inventoryAgent,
+    message,
+    context,
+  );
+}
+
+app.serviceBusQueue('inventoryAgent', {
+  connection: serviceBusConnectionSetting,
+  queueName: queues.inventoryAgent,
+  handler: inventoryAgent,
+});

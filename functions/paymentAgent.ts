@@ -1,0 +1,24 @@
+import { app, type InvocationContext } from '@azure/functions';
+import { settings } from '../shared/config/settings.js';
+import { dependencies } from '../shared/app/runtime.js';
+import { handleAgentRequest } from '../shared/agents/agent.js';
+import { queues, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
+
+settings();
+
+/** The Agent that wraps the payment service. */
+export async function paymentAgent(message: unknown, context: InvocationContext): Promise<void> {
+  const deps = dependencies();
+  await handleAgentRequest(
+    { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.payment },
+    queues.paymentAgent,
+    message,
+    context,
+  );
+}
+
+app.serviceBusQueue('paymentAgent', {
+  connection: serviceBusConnectionSetting,
+  queueName: queues.paymentAgent,
+  handler: paymentAgent,
+});

@@ -1,0 +1,21 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { settings } from '../shared/config/settings.js';
+import { dependencies } from '../shared/app/runtime.js';
+import { withProblemErrors } from '../shared/http/errors.js';
+import * as api from '../shared/http/orderApi.js';
+
+settings(); // fail at start-up, naming the setting, rather than on the first request
+
+export async function resubmitOrder(
+  request: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
+  return withProblemErrors(context, () => api.resubmitOrder(dependencies(), request, context));
+}
+
+app.http('resubmitOrder', {
+  methods: ['POST'],
+  route: 'orders/{orderId}/resubmit',
+  authLevel: 'function',
+  handler: resubmitOrder,
+});

@@ -1,0 +1,51 @@
+import type { HttpResponseInit, InvocationContext } from '@azure/functions';
+import { logger } from '../observability/logger.js';
+import { problem, problemTypes } from './problem.js';
+
+function isUnavailable(e: unknown): boolean {
+  const err = e as { statusCode?: number; code?: string; name?: string };
+  if (typeof err?.statusCode === 'number' && (err.statusCode >= 500 || err.statusCode === 429)) return true;
+  if (err?.name === 'TooManyConflicts') return true;
+  return [
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'ServiceUnavailable',
+    'ServiceCommunicationProblem',
+  ].includes(err?.code ?? '');
+}
+
+/**
+ * The last line of defence of every route: an unexpected failure becomes problem+json without a
+ * stack trace (503 with Retry-After when a dependency is down or busy, 500 otherwise), and the
+ * full error goes to the log under the invocation id the client sees.
+ */
+export async function withProblemErrors(
+  context: InvocationContext,
+  handler: () => Promise<HttpResponseInit>,
+): Promise<HttpResponseInit> {
+  try {
+    return await handler();
+  } catch (e) {
+    const log = logger(context, { actor: 'http' });
+    log.error('request failed', { error: (e as Error)?.message, stack: (e as Error)?.stack });
+    if (isUnavailable(e)) {
+      const response = problem(
+        503,
+        problemTypes.busy,
+        'Temporarily unavailable',
+        'A backing service is unavailable or busy. Retry shortly.',
+        { invocationId: context.invocationId },
+      );
+      (response.headers as Record<string, string>)['Retry-After'] = '5';
+      return response;
+    }
+    return problem(
+      500,
+      problemTypes.internal,
+      'Internal error',
+      'The request could not be completed. Quote the invocation id when reporting this.',
+      { invocationId: context.invocationId },
+    );
+  }
+}

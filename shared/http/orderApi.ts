@@ -1,0 +1,283 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
+import {
+  decide,
+  isOrderId,
+  orderIdFromIdempotencyKey,
+  outstandingCommands,
+  type Order,
+  type OrderEvent,
+  type OrderState,
+  type ProcessState,
+} from '../domain/index.js';
+import { applyEvent } from '../app/applyEvent.js';
+import type { Dependencies } from '../app/ports.js';
+import { carryOut } from '../messaging/commandMessages.js';
+import { logger, type Logger } from '../observability/logger.js';
+import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
+import { orderSummary, orderView } from '../orders/orderView.js';
+import { OrderAlreadyExists } from '../stateStore/errors.js';
+import { readJsonBody } from './jsonBody.js';
+import { problem, problemTypes, validationProblem } from './problem.js';
+
+/**
+ * The HTTP side: submission, status, and the operator's list / resubmit / cancel. Handlers take
+ * their dependencies, so tests drive them directly and functions/*.ts only register them.
+ */
+
+const processStates: readonly ProcessState[] = [
+  'Pending',
+  'Processing',
+  'Processed',
+  'Compensating',
+  'Compensated',
+  'Error',
+];
+const idempotencyKeyPattern = /^[\x21-\x7e]{1,200}$/;
+const continuationTokenPattern = /^[A-Za-z0-9_\-.~+/=]{1,2048}$/;
+/** Seconds a client should wait before polling the status URL. */
+const retryAfterSeconds = 2;
+
+function statusUrl(request: HttpRequest, orderId: string): string {
+  const url = new URL(request.url);
+  return `${url.origin}/api/orders/${orderId}`;
+}
+
+function accepted(request: HttpRequest, state: OrderState): HttpResponseInit {
+  const location = statusUrl(request, state.orderId);
+  return {
+    status: 202,
+    headers: { Location: location, 'Retry-After': String(retryAfterSeconds), 'Cache-Control': 'no-store' },
+    jsonBody: { orderId: state.orderId, processState: state.processState, statusUrl: location },
+  };
+}
+
+/** Canonical JSON (sorted keys) so the same order sent twice hashes the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function requestHash(body: OrderRequest): string {
+  return createHash('sha256').update(canonical(body)).digest('base64url');
+}
+
+/** Messages after a successful write: failing to send loses nothing (the Supervisor recovers). */
+async function sendAfterWrite(deps: Dependencies, run: () => Promise<void>, log: Logger): Promise<void> {
+  try {
+    await run();
+  } catch (e) {
+    log.warn('recorded, but sending failed; the Supervisor will pick the order up', {
+      error: (e as Error).message,
+    });
+  }
+}
+
+function badOrderId(value: string | undefined): HttpResponseInit {
+  return problem(
+    400,
+    problemTypes.validation,
+    'Invalid order id',
+    `Order ids are lower-case UUIDs; got ${JSON.stringify(String(value ?? '').slice(0, 80))}.`,
+  );
+}
+
+function notFound(orderId: string): HttpResponseInit {
+  return problem(404, problemTypes.notFound, 'Order not found', `No order ${orderId} is recorded.`);
+}
+
+export async function submitOrder(
+  deps: Dependencies,
+  request: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
+  const key = request.headers.get('idempotency-key');
+  if (key !== null && !idempotencyKeyPattern.test(key)) {
+    return problem(
+      400,
+      problemTypes.validation,
+      'Invalid Idempotency-Key',
+      'The Idempotency-Key header must be 1 to 200 visible ASCII characters.',
+    );
+  }
+  const body = await readJsonBody(request);
+  if (!body.ok) return body.response;
+  const parsed = parseOrderRequest(body.value);
+  if (!parsed.ok) return validationProblem(parsed.errors);
+
+  const now = deps.clock.now();
+  const orderId = key !== null ? orderIdFromIdempotencyKey(key) : randomUUID();
+  const log = logger(context, { actor: 'submission', orderId });
+  const order: Order = { orderId, ...parsed.value, requestHash: requestHash(parsed.value), createdAt: now };
+  const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
+  try {
+    await deps.store.submit(order, decision.state);
+  } catch (e) {
+    if (!(e instanceof OrderAlreadyExists)) throw e;
+    return replayedSubmission(deps, request, order, log);
+  }
+  log.info('order recorded', { processState: decision.state.processState });
+  await sendAfterWrite(deps, () => carryOut(deps.bus, decision.commands, order, now, log), log);
+  return accepted(request, decision.state);
+}
+
+/** The same Idempotency-Key again: the same order if the body matches, else a 409. */
+async function replayedSubmission(
+  deps: Dependencies,
+  request: HttpRequest,
+  order: Order,
+  log: Logger,
+): Promise<HttpResponseInit> {
+  const existing = await deps.store.load(order.orderId);
+  if (!existing) throw new Error(`order ${order.orderId} exists but cannot be read`);
+  if (existing.order.requestHash !== order.requestHash) {
+    return problem(
+      409,
+      problemTypes.idempotencyConflict,
+      'Idempotency-Key reused with a different body',
+      'This Idempotency-Key was already used for a different order. Use a new key for a new order.',
+      { orderId: order.orderId },
+    );
+  }
+  log.info('repeated submission; answering with the recorded order');
+  if (existing.state.processState === 'Pending') {
+    // The first request may have died between its write and its message: send it again.
+    const now = deps.clock.now();
+    const commands = outstandingCommands(deps.workflow, existing.state, now);
+    await sendAfterWrite(deps, () => carryOut(deps.bus, commands, existing.order, now, log), log);
+  }
+  return accepted(request, existing.state);
+}
+
+export async function getOrder(
+  deps: Dependencies,
+  request: HttpRequest,
+  _context?: InvocationContext,
+): Promise<HttpResponseInit> {
+  const orderId = request.params.orderId;
+  if (!isOrderId(orderId)) return badOrderId(orderId);
+  const loaded = await deps.store.load(orderId);
+  if (!loaded) return notFound(orderId);
+  return {
+    status: 200,
+    headers: { 'Cache-Control': 'no-store', ETag: `"${loaded.state.updatedAt.getTime()}"` },
+    jsonBody: orderView(loaded.order, loaded.state),
+  };
+}
+
+export async function listOrders(
+  deps: Dependencies,
+  request: HttpRequest,
+  _context?: InvocationContext,
+): Promise<HttpResponseInit> {
+  const rawState = request.query.get('state');
+  const state = processStates.find((s) => s.toLowerCase() === rawState?.toLowerCase());
+  if (!state) {
+    return problem(
+      400,
+      problemTypes.validation,
+      'Invalid state',
+      `Give ?state= one of ${processStates.join(', ')}.`,
+    );
+  }
+  const rawSize = request.query.get('pageSize');
+  const pageSize = rawSize === null ? 50 : Number(rawSize);
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
+    return problem(
+      400,
+      problemTypes.validation,
+      'Invalid pageSize',
+      'pageSize must be an integer from 1 to 100.',
+    );
+  }
+  const token = request.query.get('continuationToken') ?? undefined;
+  if (token !== undefined && !continuationTokenPattern.test(token)) {
+    return problem(
+      400,
+      problemTypes.validation,
+      'Invalid continuationToken',
+      'Pass the token from the previous page as is.',
+    );
+  }
+  const page = await deps.store.listByState(state, pageSize, token);
+  const body: Record<string, unknown> = { state, orders: page.orders.map(orderSummary) };
+  if (page.continuationToken) {
+    const next = new URL(request.url);
+    next.search = '';
+    next.searchParams.set('state', state);
+    next.searchParams.set('pageSize', String(pageSize));
+    next.searchParams.set('continuationToken', page.continuationToken);
+    body.continuationToken = page.continuationToken;
+    body.next = `${next.pathname}${next.search}`;
+  }
+  return { status: 200, headers: { 'Cache-Control': 'no-store' }, jsonBody: body };
+}
+
+function operator(request: HttpRequest): string {
+  const name = request.headers.get('x-ms-client-principal-name');
+  return name && /^[\x20-\x7e]{1,100}$/.test(name) ? name : 'operator';
+}
+
+async function operatorAction(
+  deps: Dependencies,
+  request: HttpRequest,
+  context: InvocationContext,
+  event: OrderEvent,
+  conflictDetail: (state: OrderState) => string,
+): Promise<HttpResponseInit> {
+  const orderId = request.params.orderId;
+  if (!isOrderId(orderId)) return badOrderId(orderId);
+  const log = logger(context, { actor: 'operator', orderId, action: event.type });
+  const result = await applyEvent(deps, orderId, event);
+  switch (result.kind) {
+    case 'not-found':
+      return notFound(orderId);
+    case 'skipped':
+    case 'refused': {
+      const state = result.current.state;
+      return problem(409, problemTypes.invalidState, 'Not allowed in this state', conflictDetail(state), {
+        processState: state.processState,
+      });
+    }
+    case 'applied': {
+      log.info('operator action recorded', { to: result.state.processState });
+      const now = deps.clock.now();
+      await sendAfterWrite(
+        deps,
+        () => carryOut(deps.bus, result.commands, result.before.order, now, log),
+        log,
+      );
+      return accepted(request, result.state);
+    }
+  }
+}
+
+export function resubmitOrder(deps: Dependencies, request: HttpRequest, context: InvocationContext) {
+  return operatorAction(
+    deps,
+    request,
+    context,
+    { type: 'OperatorResubmit', by: operator(request) },
+    (s) => `Only an order in Error can be resubmitted; this one is ${s.processState}.`,
+  );
+}
+
+export function cancelOrder(deps: Dependencies, request: HttpRequest, context: InvocationContext) {
+  const reason = request.query.get('reason')?.slice(0, 200);
+  return operatorAction(
+    deps,
+    request,
+    context,
+    { type: 'OperatorCancel', by: operator(request), ...(reason ? { reason } : {}) },
+    (s) =>
+      s.processState === 'Compensating'
+        ? 'The order is already being compensated.'
+        : `The order is already finished (${s.processState}); there is nothing to cancel.`,
+  );
+}

@@ -1,0 +1,110 @@
+import type { InvocationContext } from '@azure/functions';
+import { outstandingCommands, type OrderEvent, type OrderState } from '../domain/index.js';
+import { applyEvent, type ApplyResult } from '../app/applyEvent.js';
+import type { Dependencies } from '../app/ports.js';
+import { carryOut } from '../messaging/commandMessages.js';
+import {
+  parseMessage,
+  schedulerMessageSchema,
+  type AgentReplyMessage,
+  type SchedulerMessage,
+} from '../messaging/contracts.js';
+import { queues } from '../messaging/entities.js';
+import { rejectPoison } from '../messaging/poison.js';
+import { logger, type Logger } from '../observability/logger.js';
+
+/**
+ * The Scheduler. It claims a Pending order (ETag-guarded: LockedBy = this invocation, a new
+ * CompleteBy, ProcessState = Processing) and dispatches its current step; it applies the Agents'
+ * replies and moves to the next step, or compensates. Every message it handles ends by making
+ * sure the recorded state's messages went out: after a crash between a write and its sends, the
+ * next delivery (or a duplicate) resumes from the recorded state.
+ */
+
+/** A claim message that arrives this much before the order's back-off ends is early. */
+const earlyToleranceMs = 2000;
+
+export async function handleSchedulerMessage(
+  deps: Dependencies,
+  body: unknown,
+  context: InvocationContext,
+): Promise<void> {
+  const baseLog = logger(context, { actor: 'scheduler' });
+  const parsed = parseMessage(schedulerMessageSchema, body);
+  if (!parsed.ok) {
+    return rejectPoison(deps.bus, queues.scheduler, context, parsed, deps.clock.now(), baseLog);
+  }
+  const message = parsed.value;
+  const log = baseLog.with({ orderId: message.orderId });
+  const result =
+    message.type === 'process-order'
+      ? await applyEvent(deps, message.orderId, { type: 'Claim', by: context.invocationId }, notBeforeBackoff)
+      : await applyEvent(deps, message.orderId, replyEvent(message));
+  await settle(deps, message, result, log.with(message.type === 'agent-reply' ? replyFields(message) : {}));
+}
+
+function replyEvent(reply: AgentReplyMessage): OrderEvent {
+  const { step, run, attempt } = reply;
+  const error = reply.error ? `${reply.error.status ?? ''} ${reply.error.message}`.trim() : 'no detail';
+  if (reply.kind === 'do') {
+    return reply.outcome === 'succeeded'
+      ? { type: 'StepSucceeded', step, run, attempt }
+      : { type: 'StepFailedPermanently', step, run, attempt, error };
+  }
+  return reply.outcome === 'succeeded'
+    ? { type: 'CompensationSucceeded', step, run, attempt }
+    : { type: 'CompensationFailed', step, run, attempt, error };
+}
+
+function replyFields(reply: AgentReplyMessage) {
+  return {
+    step: reply.step,
+    attempt: reply.attempt,
+    kind: reply.kind,
+    run: reply.run,
+    outcome: reply.outcome,
+  };
+}
+
+/** The Supervisor's delayed retry will wake the order; an early duplicate must not jump the queue. */
+function notBeforeBackoff(state: OrderState, now: Date): string | undefined {
+  if (state.processState !== 'Pending' || state.scheduledFor === null) return undefined;
+  return state.scheduledFor.getTime() - now.getTime() > earlyToleranceMs
+    ? `backing off until ${state.scheduledFor.toISOString()}`
+    : undefined;
+}
+
+async function settle(deps: Dependencies, message: SchedulerMessage, result: ApplyResult, log: Logger) {
+  switch (result.kind) {
+    case 'not-found':
+      // Submission writes before it sends, so this names no order we ever acknowledged.
+      log.warn('message names no recorded order; dropped', { type: message.type });
+      return;
+    case 'skipped':
+      log.info('claim skipped', { why: result.why });
+      return;
+    case 'applied':
+      log.info(message.type === 'process-order' ? 'claimed' : 'reply applied', {
+        from: result.before.state.processState,
+        to: result.state.processState,
+        failureCount: result.state.failureCount,
+      });
+      await carryOut(deps.bus, result.commands, result.before.order, deps.clock.now(), log);
+      return;
+    case 'refused': {
+      // A duplicate, a stale attempt, or an order someone else already moved on. Nothing to
+      // change; but the recorded state's messages may never have gone out (a crash after the
+      // write), so send them again. Their ids are deterministic: duplicates are dropped.
+      const level = result.refusal.code === 'StaleAttempt' || result.refusal.code === 'NotAllowedInState';
+      (level ? log.info : log.warn)('nothing to change; resending what the recorded state implies', {
+        refusal: result.refusal.code,
+        detail: result.refusal.message,
+        processState: result.current.state.processState,
+      });
+      const now = deps.clock.now();
+      const commands = outstandingCommands(deps.workflow, result.current.state, now);
+      await carryOut(deps.bus, commands, result.current.order, now, log);
+      return;
+    }
+  }
+}
