@@ -1,0 +1,199 @@
+import { odata, type TableClient } from '@azure/data-tables';
+import { isTerminal, type ProcessState } from '../domain/state.js';
+import { httpStatusOf } from './errors.js';
+import type { StoreMetrics } from './metrics.js';
+import { stateRowKey, type Row } from './rows.js';
+
+/**
+ * The in-flight index: a table with one row per order that may be non-terminal, so the
+ * Supervisor's sweep reads O(in-flight) rows instead of scanning every order ever placed.
+ *
+ * It is a SUPERSET of the truth; the state row is always the truth:
+ * - a row is written before an order becomes in-flight (before the submission transaction;
+ *   before and again after an operator's resubmit, so a concurrent clean-up cannot strand it);
+ * - it is removed only after the order is terminal, by deleting with the ETag read BEFORE the
+ *   state row was checked: if anyone re-wrote the row in between, the delete fails (412) and the
+ *   row stays;
+ * - CheckAfter is a hint of when the order's complete-by may have passed. Scheduler transitions
+ *   never touch it; the sweep pushes it forward lazily when it finds the deadline moved.
+ *
+ * PartitionKey is the order id's first two hex digits: writes spread over 256 partitions; the
+ * sweep's filter on CheckAfter reads across them (cost grows with the index, i.e. in-flight).
+ */
+export interface SweepCandidate {
+  orderId: string;
+  processState: ProcessState;
+  completeBy: Date;
+}
+
+export interface SweepResult {
+  /** Orders whose complete-by has passed: the Supervisor sends each a TimedOut. */
+  timedOut: SweepCandidate[];
+  /** Index rows the query returned. */
+  examined: number;
+  /** Index rows removed because the order is terminal or does not exist (repair). */
+  removed: number;
+  /** Index rows whose CheckAfter was pushed to the order's current complete-by. */
+  deferred: number;
+}
+
+export interface ReconcileResult {
+  scanned: number;
+  /** Non-terminal orders whose index row was missing and has been re-created. */
+  recreated: number;
+  continuationToken?: string;
+}
+
+type IndexRow = Row & { CheckAfter?: Date };
+
+export class InFlightIndex {
+  constructor(
+    readonly table: TableClient,
+    private readonly orders: TableClient,
+    private readonly metrics: StoreMetrics,
+  ) {}
+
+  static partitionFor(orderId: string): string {
+    return orderId.slice(0, 2);
+  }
+
+  /** Adds (or refreshes) an order's row. Upsert is right here: the index is a hint, not state. */
+  async put(orderId: string, checkAfter: Date): Promise<void> {
+    await this.table.upsertEntity(
+      { partitionKey: InFlightIndex.partitionFor(orderId), rowKey: orderId, CheckAfter: checkAfter },
+      'Replace',
+    );
+  }
+
+  async has(orderId: string): Promise<boolean> {
+    return (await this.getIndexRow(orderId)) !== null;
+  }
+
+  /** Removes the row when the state row says terminal (or is missing). */
+  async removeIfTerminal(orderId: string): Promise<boolean> {
+    const row = await this.getIndexRow(orderId);
+    if (row === null) return false;
+    return this.resolve(row, new Date(8.64e15)).then((r) => r === 'removed');
+  }
+
+  /**
+   * Finds in-flight orders whose complete-by has passed. Reads only index rows with
+   * CheckAfter <= now, then each candidate's state row; repairs the index as it goes.
+   */
+  async sweep(now: Date, options: { pageSize?: number; concurrency?: number } = {}): Promise<SweepResult> {
+    const result: SweepResult = { timedOut: [], examined: 0, removed: 0, deferred: 0 };
+    const pages = this.table
+      .listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`CheckAfter le ${now}` } })
+      .byPage({ maxPageSize: options.pageSize ?? 1000 });
+    const concurrency = options.concurrency ?? 16;
+    for await (const page of pages) {
+      result.examined += page.length;
+      this.metrics.entitiesRead += page.length;
+      for (let i = 0; i < page.length; i += concurrency) {
+        const chunk = page.slice(i, i + concurrency) as unknown as IndexRow[];
+        const outcomes = await Promise.all(chunk.map((row) => this.resolve(row, now)));
+        for (const o of outcomes) {
+          if (o === 'removed') result.removed += 1;
+          else if (o === 'deferred') result.deferred += 1;
+          else if (o !== 'kept') result.timedOut.push(o);
+        }
+      }
+    }
+    return result;
+  }
+
+  private async resolve(row: IndexRow, now: Date): Promise<SweepCandidate | 'removed' | 'deferred' | 'kept'> {
+    const orderId = row.rowKey;
+    const state = await this.getStateRow(orderId);
+    if (state === null || isTerminal(state.ProcessState as ProcessState)) {
+      // Conditional on the ETag we read before looking at the state row (see the header).
+      try {
+        await this.table.deleteEntity(row.partitionKey, row.rowKey, { etag: row.etag });
+        return 'removed';
+      } catch (e) {
+        const status = httpStatusOf(e);
+        if (status === 404 || status === 412) return 'kept';
+        throw e;
+      }
+    }
+    const completeBy = state.CompleteBy instanceof Date ? state.CompleteBy : null;
+    if (completeBy === null) return 'kept';
+    if (completeBy.getTime() < now.getTime()) {
+      return { orderId, processState: state.ProcessState as ProcessState, completeBy };
+    }
+    try {
+      await this.table.updateEntity(
+        { partitionKey: row.partitionKey, rowKey: row.rowKey, CheckAfter: completeBy },
+        'Merge',
+        { etag: row.etag },
+      );
+    } catch (e) {
+      const status = httpStatusOf(e);
+      if (status !== 404 && status !== 412) throw e;
+    }
+    return 'deferred';
+  }
+
+  /**
+   * Repair for the other direction: an in-flight order whose index row was lost (a deleted
+   * table, a bug, a manual edit). It scans the state rows of non-terminal orders in the Orders
+   * table, which the service evaluates by reading every row: O(history). So it runs rarely (a
+   * page per Supervisor run every N runs, or a slow timer), never on the hot path, resuming from
+   * the continuation token it returns.
+   */
+  async reconcile(
+    options: { continuationToken?: string; pageSize?: number; maxPages?: number } = {},
+  ): Promise<ReconcileResult> {
+    const result: ReconcileResult = { scanned: 0, recreated: 0 };
+    const filter = odata`RowKey eq ${stateRowKey} and ProcessState ne ${'Processed'} and ProcessState ne ${'Compensated'} and ProcessState ne ${'Error'}`;
+    const pages = this.orders
+      .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
+      .byPage({ maxPageSize: options.pageSize ?? 1000, continuationToken: options.continuationToken });
+    const maxPages = options.maxPages ?? 1;
+    let token: string | undefined;
+    let read = 0;
+    for await (const page of pages) {
+      read += 1;
+      result.scanned += page.length;
+      this.metrics.entitiesRead += page.length;
+      for (const row of page as unknown as Row[]) {
+        if ((await this.getIndexRow(row.partitionKey)) === null) {
+          const completeBy = row.CompleteBy instanceof Date ? row.CompleteBy : new Date();
+          await this.put(row.partitionKey, completeBy);
+          result.recreated += 1;
+        }
+      }
+      token = page.continuationToken;
+      if (!token || read >= maxPages) break;
+    }
+    if (token) result.continuationToken = token;
+    return result;
+  }
+
+  private async getIndexRow(orderId: string): Promise<IndexRow | null> {
+    try {
+      const row = await this.table.getEntity<Record<string, unknown>>(
+        InFlightIndex.partitionFor(orderId),
+        orderId,
+      );
+      this.metrics.entitiesRead += 1;
+      return row as IndexRow;
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  private async getStateRow(orderId: string): Promise<Row | null> {
+    try {
+      const row = await this.orders.getEntity<Record<string, unknown>>(orderId, stateRowKey, {
+        queryOptions: { select: ['ProcessState', 'CompleteBy'] },
+      });
+      this.metrics.entitiesRead += 1;
+      return row as Row;
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return null;
+      throw e;
+    }
+  }
+}
