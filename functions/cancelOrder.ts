@@ -10,7 +10,7 @@ export async function cancelOrder(
   request: HttpRequest,
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return withProblemErrors(context, () => api.cancelOrder(dependencies(), request, context));
+  return withProblemErrors(context, async () => api.cancelOrder(await dependencies(), request, context));
 }
 
 app.http('cancelOrder', {

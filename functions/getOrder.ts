@@ -7,7 +7,7 @@ import * as api from '../shared/http/orderApi.js';
 settings(); // fail at start-up, naming the setting, rather than on the first request
 
 export async function getOrder(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
-  return withProblemErrors(context, () => api.getOrder(dependencies(), request, context));
+  return withProblemErrors(context, async () => api.getOrder(await dependencies(), request, context));
 }
 
 app.http('getOrder', {

@@ -8,7 +8,7 @@ settings();
 
 /** The Agent that wraps the inventory service. */
 export async function inventoryAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const deps = dependencies();
+  const deps = await dependencies();
   await handleAgentRequest(
     { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.inventory },
     queues.inventoryAgent,

@@ -10,7 +10,7 @@ export async function listOrders(
   request: HttpRequest,
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return withProblemErrors(context, () => api.listOrders(dependencies(), request, context));
+  return withProblemErrors(context, async () => api.listOrders(await dependencies(), request, context));
 }
 
 app.http('listOrders', { methods: ['GET'], route: 'orders', authLevel: 'function', handler: listOrders });

@@ -8,7 +8,7 @@ settings();
 
 /** The Agent that wraps the payment service. */
 export async function paymentAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const deps = dependencies();
+  const deps = await dependencies();
   await handleAgentRequest(
     { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.payment },
     queues.paymentAgent,

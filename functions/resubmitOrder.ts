@@ -10,7 +10,7 @@ export async function resubmitOrder(
   request: HttpRequest,
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return withProblemErrors(context, () => api.resubmitOrder(dependencies(), request, context));
+  return withProblemErrors(context, async () => api.resubmitOrder(await dependencies(), request, context));
 }
 
 app.http('resubmitOrder', {

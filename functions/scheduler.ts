@@ -8,7 +8,7 @@ settings();
 
 /** The Scheduler: claims orders, dispatches their steps to Agents, applies the Agents' replies. */
 export async function scheduler(message: unknown, context: InvocationContext): Promise<void> {
-  await handleSchedulerMessage(dependencies(), message, context);
+  await handleSchedulerMessage(await dependencies(), message, context);
 }
 
 app.serviceBusQueue('scheduler', {

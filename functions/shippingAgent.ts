@@ -8,7 +8,7 @@ settings();
 
 /** The Agent that wraps the shipping service. */
 export async function shippingAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const deps = dependencies();
+  const deps = await dependencies();
   await handleAgentRequest(
     { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.shipping },
     queues.shippingAgent,

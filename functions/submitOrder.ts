@@ -10,7 +10,7 @@ export async function submitOrder(
   request: HttpRequest,
   context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return withProblemErrors(context, () => api.submitOrder(dependencies(), request, context));
+  return withProblemErrors(context, async () => api.submitOrder(await dependencies(), request, context));
 }
 
 app.http('submitOrder', { methods: ['POST'], route: 'orders', authLevel: 'function', handler: submitOrder });

@@ -21,7 +21,7 @@ function shouldReconcile(now: Date): boolean {
 
 /** The Supervisor: finds orders whose complete-by passed and has them retried or undone. */
 export async function supervisor(_timer: Timer, context: InvocationContext): Promise<void> {
-  const deps = dependencies();
+  const deps = await dependencies();
   await runSupervisor(deps, context, { reconcile: shouldReconcile(deps.clock.now()) });
 }
 

@@ -6,54 +6,43 @@ import {
   type OrderState,
   type TransitionRefused,
 } from '../domain/index.js';
-import { ConcurrencyConflict } from '../stateStore/errors.js';
-import type { Dependencies, LoadedOrder } from './ports.js';
+import { OrderNotFound, type StoredOrder } from '../stateStore/index.js';
+import type { Dependencies } from './ports.js';
 
 export type ApplyResult =
-  | { kind: 'applied'; before: LoadedOrder; state: OrderState; commands: Command[] }
-  | { kind: 'refused'; refusal: TransitionRefused; current: LoadedOrder }
-  | { kind: 'skipped'; current: LoadedOrder; why: string }
+  | { kind: 'applied'; before: StoredOrder; state: OrderState; commands: Command[] }
+  | { kind: 'refused'; refusal: TransitionRefused; current: StoredOrder }
+  | { kind: 'skipped'; current: StoredOrder; why: string }
   | { kind: 'not-found' };
 
-export class TooManyConflicts extends Error {
-  constructor(orderId: string, tries: number) {
-    super(`order ${orderId}: still conflicting after ${tries} re-reads`);
-    this.name = 'TooManyConflicts';
-  }
-}
+class Skip extends Error {}
 
 /**
- * Load, decide, write with If-Match. A 412 means someone else moved the order: re-read and
- * decide again from what is now recorded, never overwrite. `precheck` may decline to act on
- * the loaded state (e.g. a Pending order whose back-off has not ended).
+ * One event against one order: the store loads, the domain decides, the store writes with
+ * If-Match, and a 412 means re-read and decide again (StateStore.applyWithRetry). The outcome is
+ * a value, not an exception, because a refused or skipped event is normal life for the Scheduler.
+ * `precheck` may decline to act on the loaded state (e.g. a back-off that has not ended).
  */
 export async function applyEvent(
   deps: Dependencies,
   orderId: string,
   event: OrderEvent,
   precheck?: (state: OrderState, now: Date) => string | undefined,
-  maxTries = 8,
 ): Promise<ApplyResult> {
-  for (let attempt = 1; attempt <= maxTries; attempt++) {
-    const loaded = await deps.store.load(orderId);
-    if (!loaded) return { kind: 'not-found' };
-    const now = deps.clock.now();
-    const why = precheck?.(loaded.state, now);
-    if (why !== undefined) return { kind: 'skipped', current: loaded, why };
-    let decision;
-    try {
-      decision = decide(deps.workflow, loaded.state, event, now, deps.policy);
-    } catch (e) {
-      if (isTransitionRefused(e)) return { kind: 'refused', refusal: e, current: loaded };
-      throw e;
-    }
-    try {
-      await deps.store.save(loaded, decision.state);
-      return { kind: 'applied', before: loaded, state: decision.state, commands: decision.commands };
-    } catch (e) {
-      if (e instanceof ConcurrencyConflict) continue;
-      throw e;
-    }
+  let seen: StoredOrder | undefined;
+  try {
+    const { decision } = await deps.store.applyWithRetry(orderId, (current) => {
+      seen = current;
+      const now = deps.clock.now();
+      const why = precheck?.(current.state, now);
+      if (why !== undefined) throw new Skip(why);
+      return decide(deps.workflow, current.state, event, now, deps.policy);
+    });
+    return { kind: 'applied', before: seen!, state: decision.state, commands: decision.commands };
+  } catch (e) {
+    if (e instanceof OrderNotFound) return { kind: 'not-found' };
+    if (e instanceof Skip) return { kind: 'skipped', current: seen!, why: e.message };
+    if (isTransitionRefused(e)) return { kind: 'refused', refusal: e, current: seen! };
+    throw e;
   }
-  throw new TooManyConflicts(orderId, maxTries);
 }

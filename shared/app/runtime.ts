@@ -1,14 +1,14 @@
 import { makePolicy, orderWorkflow, systemClock } from '../domain/index.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
-import { createOrderStore } from './orderStore.js';
+import { StateStore } from '../stateStore/index.js';
 import type { Dependencies } from './ports.js';
 
 /**
  * The composition root: one set of clients per process, built on first use from the validated
  * settings. Functions call `dependencies()`; tests build their own Dependencies instead.
  */
-let current: Dependencies | undefined;
+let current: Promise<Dependencies> | undefined;
 
 export function policyFrom(s: Settings) {
   return makePolicy({
@@ -19,16 +19,20 @@ export function policyFrom(s: Settings) {
   });
 }
 
-export function dependencies(): Dependencies {
-  if (!current) {
-    const s = settings();
-    current = {
-      store: createOrderStore(s.stateStore),
-      bus: ServiceBusMessageBus.fromConnection(s.serviceBus),
-      clock: systemClock,
-      policy: policyFrom(s),
-      workflow: orderWorkflow,
-    };
-  }
+export function dependencies(): Promise<Dependencies> {
+  current ??= create(settings()).catch((e) => {
+    current = undefined; // a storage outage at start-up must not poison the process
+    throw e;
+  });
   return current;
+}
+
+async function create(s: Settings): Promise<Dependencies> {
+  return {
+    store: await StateStore.open(s.stateStore),
+    bus: ServiceBusMessageBus.fromConnection(s.serviceBus),
+    clock: systemClock,
+    policy: policyFrom(s),
+    workflow: orderWorkflow,
+  };
 }

@@ -69,7 +69,7 @@ export function requestHash(body: OrderRequest): string {
 }
 
 /** Messages after a successful write: failing to send loses nothing (the Supervisor recovers). */
-async function sendAfterWrite(deps: Dependencies, run: () => Promise<void>, log: Logger): Promise<void> {
+async function sendAfterWrite(run: () => Promise<void>, log: Logger): Promise<void> {
   try {
     await run();
   } catch (e) {
@@ -123,7 +123,7 @@ export async function submitOrder(
     return replayedSubmission(deps, request, order, log);
   }
   log.info('order recorded', { processState: decision.state.processState });
-  await sendAfterWrite(deps, () => carryOut(deps.bus, decision.commands, order, now, log), log);
+  await sendAfterWrite(() => carryOut(deps.bus, decision.commands, order, now, log), log);
   return accepted(request, decision.state);
 }
 
@@ -150,7 +150,7 @@ async function replayedSubmission(
     // The first request may have died between its write and its message: send it again.
     const now = deps.clock.now();
     const commands = outstandingCommands(deps.workflow, existing.state, now);
-    await sendAfterWrite(deps, () => carryOut(deps.bus, commands, existing.order, now, log), log);
+    await sendAfterWrite(() => carryOut(deps.bus, commands, existing.order, now, log), log);
   }
   return accepted(request, existing.state);
 }
@@ -205,8 +205,8 @@ export async function listOrders(
       'Pass the token from the previous page as is.',
     );
   }
-  const page = await deps.store.listByState(state, pageSize, token);
-  const body: Record<string, unknown> = { state, orders: page.orders.map(orderSummary) };
+  const page = await deps.store.listOrdersByState(state, token, pageSize);
+  const body: Record<string, unknown> = { state, orders: page.items.map(orderSummary) };
   if (page.continuationToken) {
     const next = new URL(request.url);
     next.search = '';

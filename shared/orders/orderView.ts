@@ -32,7 +32,7 @@ export function orderView(order: Order | undefined, state: OrderState) {
 }
 
 /** One line of the operator's list. */
-export function orderSummary(state: OrderState) {
+export function orderSummary(state: Omit<OrderState, 'steps'>) {
   return {
     orderId: state.orderId,
     processState: state.processState,

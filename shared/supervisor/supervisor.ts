@@ -18,7 +18,27 @@ export interface SweepReport {
   gaveUp: number;
   alreadyMoved: number;
   failed: number;
+  /** Index rows read by the sweep: grows with in-flight orders, not with history. */
+  examined: number;
+  /** Index rows removed because their order had finished (repair). */
+  repaired: number;
   reconciled?: number;
+}
+
+/** Pages of state rows one reconciliation reads at most (1,000 rows each). */
+const maxReconcilePages = 100;
+
+/** Re-creates lost index rows by scanning the state rows: O(history), so it runs rarely. */
+async function reconcileIndex(deps: Dependencies): Promise<number> {
+  let recreated = 0;
+  let continuationToken: string | undefined;
+  for (let page = 0; page < maxReconcilePages; page++) {
+    const result = await deps.store.index.reconcile({ continuationToken, maxPages: 1 });
+    recreated += result.recreated;
+    continuationToken = result.continuationToken;
+    if (!continuationToken) break;
+  }
+  return recreated;
 }
 
 export interface SupervisorOptions {
@@ -34,15 +54,25 @@ export async function runSupervisor(
   options: SupervisorOptions = {},
 ): Promise<SweepReport> {
   const log = logger(context, { actor: 'supervisor' });
-  const report: SweepReport = { candidates: 0, retried: 0, gaveUp: 0, alreadyMoved: 0, failed: 0 };
+  const report: SweepReport = {
+    candidates: 0,
+    examined: 0,
+    repaired: 0,
+    retried: 0,
+    gaveUp: 0,
+    alreadyMoved: 0,
+    failed: 0,
+  };
   if (options.reconcile) {
-    report.reconciled = await deps.store.reconcile(deps.clock.now());
+    report.reconciled = await reconcileIndex(deps);
     if (report.reconciled > 0) log.warn('in-flight index repaired', { recreated: report.reconciled });
   }
-  const expired = await deps.store.sweep(deps.clock.now());
-  report.candidates = expired.length;
+  const sweep = await deps.store.index.sweep(deps.clock.now());
+  report.candidates = sweep.timedOut.length;
+  report.examined = sweep.examined;
+  report.repaired = sweep.removed;
 
-  const queue = [...expired];
+  const queue = sweep.timedOut.map((c) => c.orderId);
   const worker = async () => {
     for (let orderId = queue.shift(); orderId !== undefined; orderId = queue.shift()) {
       try {
