@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { resolveEntryFiles } from './appLoader.js';
 import { FunctionRegistry, installCoreApi, type RegisteredFunction } from './coreApi.js';
@@ -76,9 +77,11 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   const registry = new FunctionRegistry();
   registry.systemLog = (level, message) => log({ level, category: 'system', message });
   installCoreApi(registry);
+  // Plain CommonJS loading, as the worker does, so the app shares this process's module cache.
+  const loadModule = createRequire(__filename);
   for (const file of files) {
     try {
-      require(file);
+      loadModule(file);
     } catch (err) {
       throw new Error(`Loading ${file} failed: ${(err as Error).stack ?? String(err)}`);
     }

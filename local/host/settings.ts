@@ -39,7 +39,7 @@ export function applySettings(settings: AppSettings): void {
 export function resolveSettingExpressions(value: string, functionName: string, property: string): string {
   return value.replace(/%([^%]+)%/g, (_whole, name: string) => {
     const resolved = process.env[name];
-    if (resolved === undefined) {
+    if (resolved === undefined || resolved === '') {
       throw new Error(
         `Function "${functionName}": ${property} refers to app setting "${name}", which is not set.`,
       );
