@@ -117,6 +117,15 @@ function longToNumber(value: unknown): number | undefined {
 }
 
 /**
+ * The AMQP header counts prior failed deliveries and the JS SDK shows it as is (0 on the first
+ * delivery); the .NET SDK under the Functions host adds one for received messages, so a handler
+ * sees 1 on the first delivery and MaxDeliveryCount on the last.
+ */
+export function deliveryCountOf(message: ServiceBusReceivedMessage): number {
+  return (message.deliveryCount ?? 0) + 1;
+}
+
+/**
  * Trigger metadata with the Service Bus extension's names (the library camel-cases them:
  * `DeliveryCount` reaches the handler as `context.triggerMetadata.deliveryCount`).
  */
@@ -124,7 +133,7 @@ export function toTriggerMetadata(message: ServiceBusReceivedMessage): Record<st
   const sequenceNumber = longToNumber(message.sequenceNumber);
   const properties = JSON.stringify(message.applicationProperties ?? {});
   const entries: Record<string, RpcTypedData | undefined> = {
-    DeliveryCount: { int: message.deliveryCount ?? 0 },
+    DeliveryCount: { int: deliveryCountOf(message) },
     DeadLetterSource: str(message.deadLetterSource),
     LockToken: str(message.lockToken),
     ExpiresAtUtc: iso(message.expiresAtUtc),
@@ -209,7 +218,7 @@ export class ServiceBusTrigger {
         await this.invoker.invoke(this.config.fn, {
           data: toTriggerData(message, this.config.binary),
           triggerMetadata: toTriggerMetadata(message),
-          reason: `(null)MessageReceiver='${describeEntity(this.config.entity)}', MessageId=${String(message.messageId)}, DeliveryCount=${message.deliveryCount ?? 0}`,
+          reason: `(null)MessageReceiver='${describeEntity(this.config.entity)}', MessageId=${String(message.messageId)}, DeliveryCount=${deliveryCountOf(message)}`,
         });
       } catch (err) {
         if (!(err instanceof InvocationError)) throw err;
