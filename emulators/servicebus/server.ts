@@ -1,0 +1,423 @@
+/**
+ * The AMQP 1.0 listener: SASL (ANONYMOUS and PLAIN), the CBS put-token handshake, send links,
+ * peek-lock and receive-and-delete receive links with credit and drain, link settlement, and
+ * routing of $management requests. Everything entity-specific lives in Namespace.
+ */
+import type { AddressInfo, Server } from 'node:net';
+import {
+  create_container,
+  message as rheaMessage,
+  type Connection,
+  type Delivery,
+  type EventContext,
+  type Message,
+  type Receiver,
+  type Sender,
+} from 'rhea';
+import { handleManagement } from './management.js';
+import { SettleError, type MessageStore } from './message-store.js';
+import { EntityError, type Namespace } from './namespace.js';
+import { lockTokenToDeliveryTag, splitBatch, toDeliveryMessage } from './wire.js';
+
+type Outcomes = {
+  accepted(): { described(): unknown };
+  rejected(v: { error: { condition: string; description: string } }): { described(): unknown };
+  modified(v: Record<string, unknown>): { described(): unknown };
+  released(): { described(): unknown };
+};
+const outcomes = rheaMessage as unknown as Outcomes;
+
+const BATCH_FORMAT = 0x80013700;
+const MAX_MESSAGE_SIZE = 256 * 1024;
+
+interface ReceiveBinding {
+  sender: Sender;
+  store: MessageStore;
+  mode: 'peekLock' | 'receiveAndDelete';
+  /** Transfers we queued on this link; compared with the credit limit the peer granted. */
+  sent: number;
+  connection: ConnectionState;
+}
+
+interface ConnectionState {
+  id: number;
+  connection: Connection;
+  /** Reply links ($cbs and $management receivers on the client side), by link name and by target address. */
+  replyLinks: Map<string, Sender>;
+  bindings: Set<ReceiveBinding>;
+}
+
+interface DeliveryInfo {
+  store: MessageStore;
+  token: string;
+}
+
+export interface ServerOptions {
+  port: number;
+  host: string;
+  log: (line: string) => void;
+}
+
+export class AmqpServer {
+  private readonly container = create_container({
+    id: 'servicebus-emulator',
+    // Settlement is decided by the broker logic below, never automatically.
+    autoaccept: false,
+    treat_modified_as_released: false,
+  } as Record<string, unknown>);
+  private server?: Server;
+  private readonly connections = new Map<Connection, ConnectionState>();
+  private readonly bindingsByStore = new Map<MessageStore, Set<ReceiveBinding>>();
+  private readonly deliveries = new WeakMap<Delivery, DeliveryInfo>();
+  private readonly rotation = new Map<MessageStore, number>();
+  private nextConnectionId = 1;
+
+  constructor(
+    private readonly ns: Namespace,
+    private readonly options: ServerOptions,
+  ) {
+    for (const e of ns.allReceivables()) {
+      for (const store of [e.active, e.deadLetter]) store.onAvailable = () => this.pump(store);
+    }
+    const mechanisms = this.container.sasl_server_mechanisms as unknown as {
+      enable_anonymous(): void;
+      enable_plain(check: (user: string, pass: string) => boolean): void;
+    };
+    mechanisms.enable_anonymous();
+    // Any key is accepted: the emulator is for local development, like Microsoft's.
+    mechanisms.enable_plain(() => true);
+    this.wire();
+  }
+
+  async listen(): Promise<number> {
+    const server = this.container.listen({
+      port: this.options.port,
+      host: this.options.host,
+    }) as unknown as Server;
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', () => resolve());
+      server.once('error', reject);
+    });
+    return (server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    for (const state of this.connections.values()) {
+      try {
+        state.connection.close();
+      } catch {
+        // the socket may already be gone
+      }
+    }
+    const server = this.server;
+    if (server) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Connections that do not answer the close within a moment are cut.
+        setTimeout(() => {
+          for (const state of this.connections.values()) {
+            (state.connection as unknown as { socket?: { destroy(): void } }).socket?.destroy();
+          }
+        }, 500).unref();
+      });
+    }
+    this.connections.clear();
+  }
+
+  connectionCount(): number {
+    return this.connections.size;
+  }
+
+  private state(connection: Connection): ConnectionState {
+    let s = this.connections.get(connection);
+    if (!s) {
+      s = { id: this.nextConnectionId++, connection, replyLinks: new Map(), bindings: new Set() };
+      this.connections.set(connection, s);
+    }
+    return s;
+  }
+
+  private wire(): void {
+    const c = this.container;
+    c.on('connection_open', (ctx: EventContext) => {
+      const s = this.state(ctx.connection);
+      this.options.log(`connection ${s.id} opened`);
+    });
+    c.on('connection_close', (ctx: EventContext) => this.dropConnection(ctx.connection, 'closed'));
+    c.on('disconnected', (ctx: EventContext) => this.dropConnection(ctx.connection, 'disconnected'));
+    c.on('connection_error', (ctx: EventContext) => {
+      this.options.log(`connection error: ${JSON.stringify(ctx.connection.error ?? '')}`);
+    });
+    c.on('error', (err: unknown) => this.options.log(`amqp error: ${String(err)}`));
+    c.on('sender_open', (ctx: EventContext) => this.onSenderOpen(ctx));
+    c.on('receiver_open', (ctx: EventContext) => this.onReceiverOpen(ctx));
+    c.on('sender_close', (ctx: EventContext) => this.dropSender(ctx.sender!));
+    c.on('sender_error', () => {});
+    c.on('receiver_error', () => {});
+    c.on('session_error', () => {});
+    c.on('message', (ctx: EventContext) => this.onMessage(ctx));
+    c.on('sender_flow', (ctx: EventContext) => this.onFlow(ctx.sender!));
+    c.on('sender_draining', (ctx: EventContext) => this.onFlow(ctx.sender!));
+    for (const event of ['accepted', 'rejected', 'modified', 'released']) {
+      c.on(event, (ctx: EventContext) => this.onOutcome(event, ctx));
+    }
+  }
+
+  private dropConnection(connection: Connection, why: string): void {
+    const s = this.connections.get(connection);
+    if (!s) return;
+    this.connections.delete(connection);
+    for (const b of s.bindings) this.unbind(b);
+    // Locks held through this connection stay until they expire, as in Azure.
+    this.options.log(`connection ${s.id} ${why}`);
+  }
+
+  private dropSender(sender: Sender): void {
+    const s = this.connections.get(sender.connection);
+    if (!s) return;
+    for (const b of s.bindings) if (b.sender === sender) this.unbind(b);
+    for (const [key, link] of s.replyLinks) if (link === sender) s.replyLinks.delete(key);
+  }
+
+  private unbind(b: ReceiveBinding): void {
+    b.connection.bindings.delete(b);
+    this.bindingsByStore.get(b.store)?.delete(b);
+  }
+
+  private refuse(link: Sender | Receiver, condition: string, description: string): void {
+    this.options.log(`refused link '${link.name}': ${condition} ${description}`);
+    link.close({ condition, description });
+  }
+
+  /** The peer's receiver: a $cbs or $management reply link, or a receive link on a queue, subscription or DLQ. */
+  private onSenderOpen(ctx: EventContext): void {
+    const sender = ctx.sender!;
+    const s = this.state(ctx.connection);
+    const remote = (sender as unknown as { remote: { attach: Record<string, unknown> } }).remote.attach;
+    const source = (remote.source ?? {}) as { address?: string; filter?: Record<string, unknown> };
+    const target = (remote.target ?? {}) as { address?: string };
+    const local = (sender as unknown as { local: { attach: Record<string, unknown> } }).local.attach;
+    local.source = remote.source;
+    local.target = remote.target;
+    local.snd_settle_mode = remote.snd_settle_mode;
+    local.rcv_settle_mode = remote.rcv_settle_mode;
+    const address = source.address ?? '';
+    if (address === '$cbs' || /\/?\$management$/i.test(address)) {
+      s.replyLinks.set(sender.name, sender);
+      if (target.address) s.replyLinks.set(target.address, sender);
+      return;
+    }
+    if (source.filter && Object.keys(source.filter).some((k) => k.includes('session-filter'))) {
+      this.refuse(
+        sender,
+        'amqp:not-implemented',
+        `Session receivers are not supported by this Service Bus emulator (entity '${address}').`,
+      );
+      return;
+    }
+    let store: MessageStore;
+    try {
+      store = this.ns.resolveStore(address).store;
+    } catch (err) {
+      const e = err as EntityError;
+      this.refuse(sender, e.condition ?? 'amqp:internal-error', e.message);
+      return;
+    }
+    const binding: ReceiveBinding = {
+      sender,
+      store,
+      mode: remote.snd_settle_mode === 1 ? 'receiveAndDelete' : 'peekLock',
+      sent: 0,
+      connection: s,
+    };
+    s.bindings.add(binding);
+    let set = this.bindingsByStore.get(store);
+    if (!set) this.bindingsByStore.set(store, (set = new Set()));
+    set.add(binding);
+  }
+
+  /** The peer's sender: messages to a queue or topic, or requests to $cbs / $management. */
+  private onReceiverOpen(ctx: EventContext): void {
+    const receiver = ctx.receiver!;
+    const remote = (receiver as unknown as { remote: { attach: Record<string, unknown> } }).remote.attach;
+    const target = (remote.target ?? {}) as { address?: string };
+    const local = (receiver as unknown as { local: { attach: Record<string, unknown> } }).local.attach;
+    local.source = remote.source;
+    local.target = remote.target;
+    local.snd_settle_mode = remote.snd_settle_mode;
+    local.rcv_settle_mode = 0;
+    // The SDK sizes message batches from this (Standard tier: 256 KB).
+    local.max_message_size = MAX_MESSAGE_SIZE;
+    const address = target.address ?? '';
+    if (address === '$cbs') return;
+    const mgmt = /^(.*)\/\$management$/i.exec(address);
+    const entity = mgmt ? mgmt[1] : address;
+    if (!this.ns.knows(entity)) {
+      const e = this.ns.notFound(entity);
+      this.refuse(receiver, e.condition, e.message);
+      return;
+    }
+    if (!mgmt && !this.ns.hasSendTarget(address)) {
+      this.refuse(
+        receiver,
+        'amqp:not-allowed',
+        `Cannot send to '${address}': only queues and topics accept messages.`,
+      );
+    }
+  }
+
+  private onMessage(ctx: EventContext): void {
+    const receiver = ctx.receiver!;
+    const delivery = ctx.delivery!;
+    const address = (receiver.target as { address?: string } | undefined)?.address ?? '';
+    const request = ctx.message as Message;
+    if (address === '$cbs') {
+      delivery.accept();
+      this.replyOn(ctx.connection, request, {
+        correlation_id: request.message_id,
+        to: request.reply_to,
+        application_properties: { 'status-code': 200, 'status-description': 'OK' },
+        body: undefined,
+      });
+      return;
+    }
+    const mgmt = /^(.*)\/\$management$/i.exec(address);
+    if (mgmt) {
+      delivery.accept();
+      this.replyOn(ctx.connection, request, handleManagement(this.ns, mgmt[1], request));
+      return;
+    }
+    try {
+      const format = (delivery as unknown as { format?: number }).format ?? 0;
+      const messages =
+        format === BATCH_FORMAT ? splitBatch(ctx.message as unknown as Buffer) : [ctx.message as Message];
+      for (const m of messages) this.ns.validateSend(address, m);
+      const now = Date.now();
+      for (const m of messages) this.ns.send(address, m, now);
+      delivery.accept();
+    } catch (err) {
+      const condition = err instanceof EntityError ? err.condition : 'amqp:internal-error';
+      delivery.reject({ condition, description: (err as Error).message });
+    }
+  }
+
+  private replyOn(connection: Connection, request: Message, response: Message): void {
+    const s = this.state(connection);
+    const link = request.reply_to ? s.replyLinks.get(String(request.reply_to)) : undefined;
+    if (!link) {
+      this.options.log(`no reply link '${String(request.reply_to)}' on connection ${s.id}; response dropped`);
+      return;
+    }
+    link.send(response);
+  }
+
+  private onFlow(sender: Sender): void {
+    const set = this.bindingsForSender(sender);
+    if (!set) return;
+    this.pump(set.store);
+    const raw = sender as unknown as { _draining?: boolean; credit: number; delivery_count: number };
+    if (raw._draining) {
+      // Whatever credit is left is consumed by the drain: no message is available for it.
+      set.sent = raw.credit + raw.delivery_count;
+      sender.set_drained(true);
+    }
+  }
+
+  private bindingsForSender(sender: Sender): ReceiveBinding | undefined {
+    const s = this.connections.get(sender.connection);
+    if (!s) return undefined;
+    for (const b of s.bindings) if (b.sender === sender) return b;
+    return undefined;
+  }
+
+  private creditOf(b: ReceiveBinding): number {
+    const raw = b.sender as unknown as {
+      credit: number;
+      delivery_count: number;
+      session: { outgoing: { available(): number } };
+    };
+    if (!b.sender.is_open()) return 0;
+    const credit = raw.credit + raw.delivery_count - b.sent;
+    return Math.min(credit, raw.session.outgoing.available());
+  }
+
+  /** Hands available messages to receive links with credit, rotating between links. */
+  private pump(store: MessageStore): void {
+    const set = this.bindingsByStore.get(store);
+    if (!set || set.size === 0 || !store.hasAvailable()) return;
+    const bindings = [...set];
+    let index = (this.rotation.get(store) ?? 0) % bindings.length;
+    let idle = 0;
+    while (store.hasAvailable() && idle < bindings.length) {
+      const b = bindings[index];
+      index = (index + 1) % bindings.length;
+      if (this.creditOf(b) <= 0) {
+        idle++;
+        continue;
+      }
+      idle = 0;
+      const msg = store.take(b.mode);
+      if (!msg) break;
+      const body = toDeliveryMessage(msg, store);
+      const tag = msg.lock ? lockTokenToDeliveryTag(msg.lock.token) : Buffer.from(String(msg.seq));
+      const delivery = b.sender.send(body, tag);
+      b.sent++;
+      if (msg.lock) this.deliveries.set(delivery, { store, token: msg.lock.token });
+    }
+    this.rotation.set(store, index);
+  }
+
+  private onOutcome(event: string, ctx: EventContext): void {
+    const delivery = ctx.delivery!;
+    const info = this.deliveries.get(delivery);
+    if (!info) {
+      if (!delivery.settled) delivery.update(true);
+      return;
+    }
+    this.deliveries.delete(delivery);
+    const state = (delivery as unknown as { remote_state?: Record<string, unknown> }).remote_state ?? {};
+    let settledState: unknown;
+    try {
+      switch (event) {
+        case 'accepted':
+          info.store.complete(info.token);
+          settledState = outcomes.accepted().described();
+          break;
+        case 'rejected': {
+          const error = (state.error ?? {}) as {
+            condition?: string;
+            description?: string;
+            info?: Record<string, unknown>;
+          };
+          const extra = error.info ?? {};
+          info.store.deadLetter(info.token, {
+            reason: extra.DeadLetterReason as string | undefined,
+            description: extra.DeadLetterErrorDescription as string | undefined,
+          });
+          // Echo the outcome without an error: the SDK treats any error on the settled state as a failure.
+          settledState = outcomes.rejected({} as never).described();
+          break;
+        }
+        case 'modified': {
+          const annotations = state.message_annotations as Record<string, unknown> | undefined;
+          if (state.undeliverable_here === true) info.store.defer(info.token, annotations);
+          else info.store.abandon(info.token, annotations);
+          settledState = outcomes
+            .modified({ undeliverable_here: state.undeliverable_here === true })
+            .described();
+          break;
+        }
+        default:
+          info.store.abandon(info.token);
+          settledState = outcomes.released().described();
+      }
+    } catch (err) {
+      const condition = err instanceof SettleError ? err.condition : 'amqp:internal-error';
+      settledState = outcomes
+        .rejected({ error: { condition, description: (err as Error).message } })
+        .described();
+    }
+    delivery.update(true, settledState);
+  }
+}

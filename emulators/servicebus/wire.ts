@@ -1,0 +1,94 @@
+/**
+ * Conversions between stored messages and what goes on the wire, in the shapes the
+ * @azure/service-bus SDK reads: broker annotations, lock tokens as delivery tags, longs.
+ */
+import { message as rheaMessage, types as rheaTypes, type Message } from 'rhea';
+import type { MessageStore, StoredMessage } from './message-store.js';
+
+const types = rheaTypes as unknown as {
+  wrap_long(v: number | Buffer): unknown;
+  wrap_int(v: number): unknown;
+  wrap_uuid(v: Buffer): unknown;
+  wrap_array(v: unknown[], code: number, descriptor?: unknown): unknown;
+};
+
+export function uuidToBytes(uuid: string): Buffer {
+  return Buffer.from(uuid.replace(/-/g, ''), 'hex');
+}
+
+export function bytesToUuid(bytes: Buffer): string {
+  const h = bytes.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * The SDK turns a link delivery tag into a lock token string after swapping the bytes of the
+ * first three GUID groups (.NET byte order); the tag is the swapped form so the string the SDK
+ * shows, and later sends back to $management, is our token.
+ */
+export function lockTokenToDeliveryTag(token: string): Buffer {
+  const b = uuidToBytes(token);
+  return Buffer.from([b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6], ...b.subarray(8)]);
+}
+
+/** Reads a lock token sent to $management (uuid type, decoded by rhea as 16 bytes). */
+export function lockTokenFromWire(value: unknown): string {
+  if (Buffer.isBuffer(value) && value.length === 16) return bytesToUuid(value);
+  if (typeof value === 'string') return value.toLowerCase();
+  throw new Error('lock token must be a uuid');
+}
+
+/** Reads a long that rhea decoded as a number, or as 8 bytes when it is large. */
+export function longFromWire(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (Buffer.isBuffer(value) && value.length === 8) return Number(value.readBigInt64BE(0));
+  throw new Error(`expected a long, got ${typeof value}`);
+}
+
+export function wrapLong(n: number): unknown {
+  return types.wrap_long(n);
+}
+
+export function wrapUuid(token: string): unknown {
+  return types.wrap_uuid(uuidToBytes(token));
+}
+
+const messageStateCode = { active: 0, deferred: 1, scheduled: 2 } as const;
+
+/** Builds the message a receiver sees: the sent message plus header count and broker annotations. */
+export function toDeliveryMessage(msg: StoredMessage, store: MessageStore, omitBody = false): Message {
+  const out: Message = { ...msg.amqp } as Message;
+  out.delivery_count = msg.deliveryCount;
+  if (omitBody) delete out.body;
+  const annotations: Record<string, unknown> = { ...(msg.amqp.message_annotations ?? {}) };
+  annotations['x-opt-sequence-number'] = wrapLong(msg.seq);
+  annotations['x-opt-enqueued-time'] = new Date(msg.enqueuedTime);
+  if (msg.lock) annotations['x-opt-locked-until'] = new Date(msg.lock.until);
+  annotations['x-opt-message-state'] = types.wrap_int(messageStateCode[msg.state]);
+  if (msg.deadLetterSource && store.limits.isDeadLetterQueue) {
+    annotations['x-opt-deadletter-source'] = msg.deadLetterSource;
+  }
+  if (msg.state === 'scheduled' && msg.scheduledAt !== undefined) {
+    annotations['x-opt-scheduled-enqueue-time'] = new Date(msg.scheduledAt);
+  }
+  out.message_annotations = annotations;
+  return out;
+}
+
+export function encodeMessage(m: Message): Buffer {
+  return rheaMessage.encode(m);
+}
+
+export function decodeMessage(b: Buffer): Message {
+  return rheaMessage.decode(b) as unknown as Message;
+}
+
+/** Splits a batch transfer (message format 0x80013700): each data section is one encoded message. */
+export function splitBatch(raw: Buffer): Message[] {
+  const outer = rheaMessage.decode(raw);
+  const body = outer.body as { typecode?: number; content?: unknown; multiple?: boolean } | undefined;
+  if (!body || body.typecode !== 0x75) throw new Error('a batch must carry data sections');
+  const parts = body.multiple ? (body.content as Buffer[]) : [body.content as Buffer];
+  return parts.map((p) => rheaMessage.decode(p) as unknown as Message);
+}

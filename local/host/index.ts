@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { resolveEntryFiles } from './appLoader.js';
+import { FunctionRegistry, installCoreApi, type RegisteredFunction } from './coreApi.js';
+import { defaultMaxRequestBodyBytes, HttpTriggerHost, toHttpRoute, type HttpRoute } from './httpTrigger.js';
+import { Invoker, triggerBindingOf } from './invoker.js';
+import { lineSink, type LogSink } from './logger.js';
+import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
+import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
+import { TimerTrigger, parseSchedule } from './timerTrigger.js';
+
+export { spawnLocalHost, type SpawnedLocalHost, type SpawnLocalHostOptions } from './spawn.js';
+export { formatLogLine, type LogEntry } from './logger.js';
+
+export interface LocalHostOptions {
+  /** The folder with the app's package.json (its `main` glob names the compiled functions) and host.json. */
+  appRoot: string;
+  /** App settings, put into process.env before the app's files load. */
+  env?: Record<string, string>;
+  /** Default 7071; 0 picks a free port. */
+  httpPort?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** The key for `authLevel: 'function'`; default FUNCTIONS_LOCAL_KEY, else a random one. */
+  functionKey?: string;
+  /** Where log lines go; default stdout. */
+  log?: (line: string) => void;
+  /** How long stop() lets in-flight invocations finish; default 30 s. */
+  shutdownGraceMs?: number;
+  /** Default 100 MB, Azure's limit. */
+  maxRequestBodyBytes?: number;
+}
+
+export interface LocalFunctionInfo {
+  name: string;
+  /** `http`, `serviceBus`, `timer` (or the raw binding type of a trigger the local host does not run). */
+  trigger: string;
+  /** HTTP: methods and URL template; Service Bus: the entity; timer: the resolved schedule. */
+  detail: string;
+  authLevel?: string;
+}
+
+export interface LocalHost {
+  httpPort: number;
+  /** e.g. http://127.0.0.1:7071/api */
+  baseUrl: string;
+  functionKey: string;
+  functions: LocalFunctionInfo[];
+  stop(): Promise<void>;
+}
+
+function resolveBindingSettings(fn: RegisteredFunction): void {
+  for (const binding of Object.values(fn.metadata.bindings)) {
+    for (const [key, value] of Object.entries(binding)) {
+      if (typeof value === 'string' && value.includes('%')) {
+        binding[key] = resolveSettingExpressions(value, fn.metadata.name, key);
+      }
+    }
+  }
+}
+
+/**
+ * Loads an app's own `@azure/functions` registrations and runs them: HTTP, Service Bus queue and
+ * topic triggers, and timers. One app per process: the module cache keeps the app and its settings.
+ */
+export async function startLocalHost(options: LocalHostOptions): Promise<LocalHost> {
+  const appRoot = resolve(options.appRoot);
+  const write = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const log: LogSink = lineSink(write);
+  const graceMs = options.shutdownGraceMs ?? 30_000;
+
+  applySettings(options.env ?? {});
+  const hostJson = readHostJson(appRoot);
+  const files = resolveEntryFiles(appRoot);
+
+  const registry = new FunctionRegistry();
+  registry.systemLog = (level, message) => log({ level, category: 'system', message });
+  installCoreApi(registry);
+  // Plain CommonJS loading, as the worker does, so the app shares this process's module cache.
+  const loadModule = createRequire(__filename);
+  for (const file of files) {
+    try {
+      loadModule(file);
+    } catch (err) {
+      throw new Error(`Loading ${file} failed: ${(err as Error).stack ?? String(err)}`);
+    }
+  }
+  if (registry.functions.size === 0) {
+    throw new Error(
+      `No functions registered by ${files.join(', ')}: do the files call app.http(...) and friends?`,
+    );
+  }
+  const model = registry.programmingModel;
+  if (!model) throw new Error('The app registered functions without a programming model.');
+  const capabilities = (await model.getCapabilities?.({})) ?? {};
+
+  const invoker = new Invoker(registry, log);
+  const httpRoutes: HttpRoute[] = [];
+  const serviceBusTriggers: ServiceBusTrigger[] = [];
+  const timers: TimerTrigger[] = [];
+  const functions: LocalFunctionInfo[] = [];
+  const unsupported: LocalFunctionInfo[] = [];
+
+  for (const fn of registry.functions.values()) {
+    resolveBindingSettings(fn);
+    const trigger = triggerBindingOf(fn.metadata);
+    const binding = fn.metadata.bindings[trigger.name];
+    switch (trigger.type.toLowerCase()) {
+      case 'httptrigger':
+        httpRoutes.push(toHttpRoute(fn, trigger.name));
+        break;
+      case 'servicebustrigger': {
+        const config = toServiceBusTriggerConfig(fn, trigger.name, hostJson);
+        serviceBusTriggers.push(new ServiceBusTrigger(config, invoker, log));
+        functions.push({
+          name: fn.metadata.name,
+          trigger: 'serviceBus',
+          detail: describeEntity(config.entity),
+        });
+        break;
+      }
+      case 'timertrigger': {
+        if (typeof binding.schedule !== 'string')
+          throw new Error(`Function "${fn.metadata.name}": a timer needs a schedule.`);
+        const schedule = parseSchedule(binding.schedule, fn.metadata.name);
+        timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log));
+        functions.push({ name: fn.metadata.name, trigger: 'timer', detail: schedule.text });
+        break;
+      }
+      default:
+        unsupported.push({
+          name: fn.metadata.name,
+          trigger: trigger.type,
+          detail: 'not run by the local host',
+        });
+    }
+  }
+
+  const functionKey =
+    options.functionKey ?? process.env.FUNCTIONS_LOCAL_KEY ?? randomBytes(24).toString('base64url');
+  const bindHost = options.host ?? '127.0.0.1';
+  const httpHost = new HttpTriggerHost(
+    httpRoutes,
+    {
+      port: options.httpPort ?? 7071,
+      host: bindHost,
+      routePrefix: hostJson.routePrefix,
+      functionKey,
+      maxRequestBodyBytes: options.maxRequestBodyBytes ?? defaultMaxRequestBodyBytes,
+      streamProxyUri: capabilities.HttpUri,
+    },
+    invoker,
+    log,
+  );
+  const httpPort = await httpHost.listen();
+  const urlHost = bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost;
+  const baseUrl = `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${httpPort}${hostJson.routePrefix ? `/${hostJson.routePrefix}` : ''}`;
+  for (const route of httpRoutes) {
+    functions.push({
+      name: route.name,
+      trigger: 'http',
+      detail: `[${[...route.methods].join(',')}] ${httpHost.urlOf(route, baseUrl)}`,
+      authLevel: route.authLevel,
+    });
+  }
+  functions.push(...unsupported);
+  functions.sort((a, b) => a.name.localeCompare(b.name));
+  for (const fn of unsupported) {
+    log({
+      level: 'warning',
+      category: 'host',
+      functionName: fn.name,
+      message: `Trigger type ${fn.trigger} is not supported by the local host; the function will not run.`,
+    });
+  }
+
+  await registry.runHooks('appStart', {
+    hookData: registry.appHookData,
+    appHookData: registry.appHookData,
+    functionAppDirectory: appRoot,
+  });
+  try {
+    for (const trigger of serviceBusTriggers) await trigger.start();
+  } catch (err) {
+    await httpHost.close();
+    await Promise.all(serviceBusTriggers.map((t) => t.close()));
+    throw err;
+  }
+  for (const timer of timers) timer.start();
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      log({
+        level: 'information',
+        category: 'host',
+        message: 'Stopping: no new work is taken; waiting for in-flight invocations.',
+      });
+      for (const timer of timers) timer.stop();
+      const httpClosed = httpHost.close();
+      await Promise.all(serviceBusTriggers.map((t) => t.stopReceiving().catch(() => undefined)));
+      const drained = await invoker.drain(graceMs);
+      if (!drained) {
+        log({
+          level: 'warning',
+          category: 'host',
+          message: `${invoker.activeInvocations} invocation(s) still running after ${graceMs} ms; abandoning their messages.`,
+        });
+      }
+      await Promise.all(serviceBusTriggers.map((t) => t.close()));
+      httpHost.destroyConnections();
+      await httpClosed;
+      await registry
+        .runHooks('appTerminate', { hookData: registry.appHookData, appHookData: registry.appHookData })
+        .catch((err: unknown) => {
+          log({ level: 'error', category: 'host', message: `appTerminate hook failed: ${String(err)}` });
+        });
+      log({ level: 'information', category: 'host', message: 'Stopped.' });
+    })();
+    return stopping;
+  };
+
+  return { httpPort, baseUrl, functionKey, functions, stop };
+}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { spawnLocalHost } from '../../local/host/index.js';
+import { waitFor, writeFixtureApp } from './fixtureApp.js';
+
+describe('local host CLI: graceful shutdown', () => {
+  it('on SIGTERM stops taking requests, finishes the in-flight invocation and exits 0', async () => {
+    const appRoot = writeFixtureApp({ files: 'httpFunctions.js' });
+    const host = await spawnLocalHost({ appRoot, graceMs: 20_000 });
+    try {
+      assert.ok(host.functions.some((f) => f.name === 'slow' && f.trigger === 'http'));
+      const inFlight = fetch(`${host.baseUrl}/slow?ms=1500`);
+      await waitFor('the slow invocation to start', () =>
+        host.output.some((l) => l.includes('slow start 1500')),
+      );
+      host.child.kill('SIGTERM');
+      const res = await inFlight;
+      assert.equal(res.status, 200);
+      assert.equal(await res.text(), 'slept 1500');
+      const exit = await host.exited;
+      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.ok(host.output.some((l) => l.includes('slow done')));
+      await assert.rejects(fetch(`${host.baseUrl}/hello`), 'the listener is closed');
+    } finally {
+      await host.kill('SIGKILL');
+    }
+  });
+
+  it('abandons what is still running after the grace period and still exits 0', async () => {
+    const appRoot = writeFixtureApp({ files: 'httpFunctions.js' });
+    const host = await spawnLocalHost({ appRoot, graceMs: 200 });
+    try {
+      const inFlight = fetch(`${host.baseUrl}/slow?ms=60000`).then(
+        (r) => r.status,
+        () => 'connection dropped',
+      );
+      await waitFor('the slow invocation to start', () =>
+        host.output.some((l) => l.includes('slow start 60000')),
+      );
+      host.child.kill('SIGINT');
+      const exit = await host.exited;
+      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.equal(await inFlight, 'connection dropped');
+      assert.ok(host.output.some((l) => l.includes('still running after 200 ms')));
+    } finally {
+      await host.kill('SIGKILL');
+    }
+  });
+
+  it('prints a readiness block and reads local.settings.json without overriding the environment', async () => {
+    const appRoot = writeFixtureApp({
+      files: 'timerFunctions.js',
+      localSettings: { Values: { SLOW_TIMER_SCHEDULE: '0 0 0 1 1 *', FUNCTIONS_LOCAL_KEY: 'from-file' } },
+    });
+    const host = await spawnLocalHost({ appRoot, env: { FUNCTIONS_LOCAL_KEY: 'from-env' } });
+    try {
+      assert.equal(host.functionKey, 'from-env');
+      assert.ok(host.output.some((l) => l.includes('slowTimer: timer 0 0 0 1 1 *')));
+      assert.ok(
+        host.output.some((l) => l.startsWith('Function key (x-functions-key header or ?code=): from-env')),
+      );
+    } finally {
+      await host.kill('SIGKILL');
+    }
+  });
+
+  it('fails to start with a clear error when a %SETTING% is missing', async () => {
+    const appRoot = writeFixtureApp({ files: 'timerFunctions.js' });
+    await assert.rejects(
+      spawnLocalHost({ appRoot, env: { SLOW_TIMER_SCHEDULE: '' } }).then(async (h) => h.kill('SIGKILL')),
+      /exited \(code 1[\s\S]*schedule refers to app setting "SLOW_TIMER_SCHEDULE", which is not set/,
+    );
+  });
+});
