@@ -248,11 +248,7 @@ async function operatorAction(
     case 'applied': {
       log.info('operator action recorded', { to: result.state.processState });
       const now = deps.clock.now();
-      await sendAfterWrite(
-        deps,
-        () => carryOut(deps.bus, result.commands, result.before.order, now, log),
-        log,
-      );
+      await sendAfterWrite(() => carryOut(deps.bus, result.commands, result.before.order, now, log), log);
       return accepted(request, result.state);
     }
   }
