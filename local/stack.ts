@@ -1,0 +1,195 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startAzurite, type AzuriteInstance } from './azurite.js';
+import { startRemoteServices } from './remoteServices/index.js';
+import type { FaultSettings } from './remoteServices/index.js';
+import { spawnLocalHost, type SpawnedLocalHost } from './host/index.js';
+import { startServiceBusEmulator, type ServiceBusEmulator } from '../emulators/servicebus/index.js';
+import { assertPortFree } from './ports.js';
+
+/**
+ * The whole system on one machine, no cloud: Azurite (tables, blobs, queues), the Service Bus
+ * emulator with the app's Config.json, the demo remote services, and the local functions host
+ * running the app's own registrations in a child process (so it can be killed and restarted
+ * like a crashed worker). `npm start`, the demo, the end-to-end tests, the chaos suite and the
+ * benchmarks all start it through here.
+ */
+export interface StackPorts {
+  http: number;
+  serviceBus: number;
+  blob: number;
+  queue: number;
+  table: number;
+  inventory: number;
+  payment: number;
+  shipping: number;
+}
+
+export const defaultPorts: StackPorts = {
+  http: 7071,
+  serviceBus: 5672,
+  blob: 10000,
+  queue: 10001,
+  table: 10002,
+  inventory: 7101,
+  payment: 7102,
+  shipping: 7103,
+};
+
+/** Every port 0: for tests, so runs never collide. */
+export const randomPorts: StackPorts = Object.fromEntries(
+  Object.keys(defaultPorts).map((k) => [k, 0]),
+) as unknown as StackPorts;
+
+/** Settings the local stack gives the app unless told otherwise: quick enough to watch. */
+export const localAppSettings: Record<string, string> = {
+  SUPERVISOR_SCHEDULE: '*/5 * * * * *',
+  STEP_TIMEOUT_SECONDS: '15',
+  FAILURE_SOFT_THRESHOLD: '3',
+  FAILURE_HARD_THRESHOLD: '5',
+  EXTENDED_BACKOFF_SECONDS: '10',
+};
+
+export interface StackOptions {
+  ports?: Partial<StackPorts>;
+  /** Folder for Azurite's and the emulator's data; in memory when absent. */
+  dataDir?: string;
+  /** The function app's root (package.json with `main`, host.json). Default: this repo. */
+  appRoot?: string;
+  /** App settings over localAppSettings (e.g. a short STEP_TIMEOUT_SECONDS for tests). */
+  settings?: Record<string, string>;
+  functionKey?: string;
+  remoteFaults?: FaultSettings;
+  /** Lines from every part, prefixed with the part's name. */
+  log?: (line: string) => void;
+}
+
+export interface Stack {
+  /** http://127.0.0.1:port/api */
+  baseUrl: string;
+  functionKey: string;
+  ports: StackPorts;
+  /** The app settings the host runs with (connection strings included). */
+  env: Record<string, string>;
+  azurite: AzuriteInstance;
+  serviceBus: ServiceBusEmulator;
+  remote: Awaited<ReturnType<typeof startRemoteServices>>;
+  host(): SpawnedLocalHost | undefined;
+  /** Starts the functions host again (after killHost), on the same port and settings. */
+  startHost(): Promise<SpawnedLocalHost>;
+  /** Kills the host process; SIGKILL simulates a crashed worker. */
+  killHost(signal?: NodeJS.Signals): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const repoRoot = resolve(__dirname, '..', '..');
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const ports = { ...defaultPorts, ...options.ports };
+  const log = options.log ?? (() => undefined);
+  const appRoot = options.appRoot ?? repoRoot;
+  await assertPortFree(ports.http, 'the functions host', '--http-port');
+  await assertPortFree(ports.serviceBus, 'the Service Bus emulator', '--servicebus-port');
+  await assertPortFree(ports.blob, 'Azurite blob', '--blob-port');
+  await assertPortFree(ports.queue, 'Azurite queue', '--queue-port');
+  await assertPortFree(ports.table, 'Azurite table', '--table-port');
+  await assertPortFree(ports.inventory, 'the inventory service', '--inventory-port');
+  await assertPortFree(ports.payment, 'the payment service', '--payment-port');
+  await assertPortFree(ports.shipping, 'the shipping service', '--shipping-port');
+
+  const started: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const stop of started.reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    let azuriteDir: string | undefined;
+    let busDir: string | undefined;
+    if (options.dataDir) {
+      azuriteDir = join(options.dataDir, 'azurite');
+      busDir = join(options.dataDir, 'servicebus');
+      mkdirSync(azuriteDir, { recursive: true });
+      mkdirSync(busDir, { recursive: true });
+    }
+    const azurite = await startAzurite({
+      services: ['blob', 'queue', 'table'],
+      location: azuriteDir,
+      ports: { blob: ports.blob, queue: ports.queue, table: ports.table },
+    });
+    started.push(() => azurite.stop());
+    log(`[azurite] tables ${azurite.tableUrl}`);
+
+    const serviceBus = await startServiceBusEmulator({
+      config: join(appRoot, 'infra', 'servicebus-emulator', 'Config.json'),
+      port: ports.serviceBus,
+      dataDir: busDir,
+      log: (line) => log(`[servicebus] ${line}`),
+    });
+    started.push(() => serviceBus.stop());
+
+    const remote = await startRemoteServices({
+      ports: { inventory: ports.inventory, payment: ports.payment, shipping: ports.shipping },
+      faults: options.remoteFaults,
+      log: (line) => log(`[remote] ${line}`),
+    });
+    started.push(() => remote.stop());
+
+    const env: Record<string, string> = {
+      FUNCTIONS_WORKER_RUNTIME: 'node',
+      AzureWebJobsStorage: azurite.connectionString,
+      ServiceBusConnection: serviceBus.connectionString,
+      StateStoreConnection: azurite.connectionString,
+      INVENTORY_SERVICE_URL: remote.inventory.url,
+      PAYMENT_SERVICE_URL: remote.payment.url,
+      SHIPPING_SERVICE_URL: remote.shipping.url,
+      ...localAppSettings,
+      ...options.settings,
+    };
+    if (options.functionKey) env.FUNCTIONS_LOCAL_KEY = options.functionKey;
+
+    let host: SpawnedLocalHost | undefined;
+    let httpPort = ports.http;
+    const startHost = async () => {
+      host = await spawnLocalHost({
+        appRoot,
+        env,
+        httpPort,
+        onLine: (line) => log(`[host] ${line}`),
+      });
+      httpPort = host.httpPort; // a restart reuses the port the first start got
+      env.FUNCTIONS_LOCAL_KEY = host.functionKey;
+      return host;
+    };
+    const first = await startHost();
+    started.push(async () => {
+      if (host) await host.kill('SIGTERM');
+    });
+
+    return {
+      baseUrl: first.baseUrl,
+      functionKey: first.functionKey,
+      ports: {
+        ...ports,
+        http: first.httpPort,
+        serviceBus: serviceBus.port,
+        inventory: remote.inventory.port,
+        payment: remote.payment.port,
+        shipping: remote.shipping.port,
+      },
+      env,
+      azurite,
+      serviceBus,
+      remote,
+      host: () => host,
+      startHost,
+      killHost: async (signal = 'SIGKILL') => {
+        const h = host;
+        host = undefined;
+        if (h) await h.kill(signal);
+      },
+      stop: stopAll,
+    };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
