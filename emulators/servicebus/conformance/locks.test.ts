@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ServiceBusClient } from '@azure/service-bus';
-import { newClient, openNamespace, purge, receiveAtLeast, sleep, uniqueId, type Namespace } from './harness.js';
+import {
+  newClient,
+  openNamespace,
+  purge,
+  receiveAtLeast,
+  sleep,
+  uniqueId,
+  type Namespace,
+} from './harness.js';
 
 const queue = 'conf-lock'; // LockDuration PT5S
 const lockMs = 5_000;
