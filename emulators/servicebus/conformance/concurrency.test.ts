@@ -8,7 +8,7 @@ const queues = ['conf-robust-1', 'conf-robust-2', 'conf-robust-3'];
 /** The local Functions host keeps streaming receivers open on several queues while senders come and go. */
 describe('many connections, streaming receivers, senders opening and closing', () => {
   let ns: Namespace;
-  let clients: ServiceBusClient[] = [];
+  const clients: ServiceBusClient[] = [];
 
   before(async () => {
     ns = await openNamespace();
