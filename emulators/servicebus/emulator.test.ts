@@ -44,7 +44,7 @@ describe('config', () => {
       ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts'],
     );
     assert.equal(app.queues[0].lockDurationMs, 60_000);
-    assert.equal(app.queues[0].duplicateDetection.windowMs, 600_000);
+    assert.equal(app.queues[0].duplicateDetection.windowMs, 300_000);
     assert.equal(app.topics[0].subscriptions[0].rules[0].name, '$Default');
     const conf = loadConfig(fixture);
     const high = conf.topics[0].subscriptions.find((s) => s.name === 'high-priority')!;
