@@ -5,6 +5,7 @@ import {
   isOrderId,
   orderIdFromIdempotencyKey,
   outstandingCommands,
+  processStates,
   type Order,
   type OrderEvent,
   type OrderState,
@@ -25,14 +26,6 @@ import { problem, problemTypes, validationProblem } from './problem.js';
  * their dependencies, so tests drive them directly and functions/*.ts only register them.
  */
 
-const processStates: readonly ProcessState[] = [
-  'Pending',
-  'Processing',
-  'Processed',
-  'Compensating',
-  'Compensated',
-  'Error',
-];
 const idempotencyKeyPattern = /^[\x21-\x7e]{1,200}$/;
 const continuationTokenPattern = /^[A-Za-z0-9_\-.~+/=]{1,2048}$/;
 /** Seconds a client should wait before polling the status URL. */
