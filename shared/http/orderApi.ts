@@ -9,7 +9,6 @@ import {
   type Order,
   type OrderEvent,
   type OrderState,
-  type ProcessState,
 } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
