@@ -148,11 +148,7 @@ function progressTable(
   elapsedMs: number,
 ): string[] {
   const kinds = [...new Set(batch.map((s) => s.kind))];
-  const head = [
-    'scenario'.padEnd(24),
-    'expect'.padEnd(12),
-    ...states.map((s) => s.slice(0, 11).padStart(12)),
-  ];
+  const head = ['scenario'.padEnd(24), 'expect'.padEnd(12), ...states.map((s) => s.padStart(13))];
   const rows = [head.join('')];
   const totals = new Map<string, number>(states.map((s) => [s, 0]));
   for (const kind of kinds) {
@@ -169,7 +165,7 @@ function progressTable(
       [
         kind.padEnd(24),
         expect.padEnd(12),
-        ...states.map((s) => String(counts.get(s) || '.').padStart(12)),
+        ...states.map((s) => String(counts.get(s) || '.').padStart(13)),
       ].join(''),
     );
   }
@@ -180,7 +176,7 @@ function progressTable(
     [
       `all (${terminal}/${ids.length} terminal)`.padEnd(24),
       seconds(elapsedMs).padEnd(12),
-      ...states.map((s) => String(totals.get(s)).padStart(12)),
+      ...states.map((s) => String(totals.get(s)).padStart(13)),
     ].join(''),
   );
   return rows;
