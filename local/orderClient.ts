@@ -73,7 +73,7 @@ export function orderApiClient(baseUrl: string, functionKey: string): OrderApiCl
     },
     async probe(timeoutMs = 1500) {
       try {
-        const response = await fetch(`${base}/orders?pageSize=1`, {
+        const response = await fetch(`${base}/orders?state=Error&pageSize=1`, {
           headers,
           signal: AbortSignal.timeout(timeoutMs),
         });
