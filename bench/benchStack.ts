@@ -104,8 +104,8 @@ export async function startBenchStack(settings: Record<string, string>, log?: (l
  * each order reached a terminal state. Polling GET /orders/{id} would itself cost table reads.
  */
 export class StatusFeed {
-  private readonly terminal = new Map<string, { at: number; state: string }>();
-  private readonly waiters = new Map<string, Array<(v: { at: number; state: string }) => void>>();
+  private readonly terminal = new Map<string, { at: number; wall: number; state: string }>();
+  private readonly waiters = new Map<string, Array<(v: { at: number; wall: number; state: string }) => void>>();
 
   private constructor(
     private readonly client: ServiceBusClient,
@@ -135,14 +135,14 @@ export class StatusFeed {
 
   private record(orderId: string, state: string): void {
     if (this.terminal.has(orderId)) return;
-    const v = { at: performance.now(), state };
+    const v = { at: performance.now(), wall: Date.now(), state };
     this.terminal.set(orderId, v);
     for (const w of this.waiters.get(orderId) ?? []) w(v);
     this.waiters.delete(orderId);
   }
 
   /** Resolves with the terminal state and the performance.now() it was seen at. */
-  waitFor(orderId: string, timeoutMs: number): Promise<{ at: number; state: string }> {
+  waitFor(orderId: string, timeoutMs: number): Promise<{ at: number; wall: number; state: string }> {
     const seen = this.terminal.get(orderId);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
