@@ -66,7 +66,8 @@ export class AmqpFrameCounter {
     const body = frame.subarray(doff);
     let code = -1;
     if (body[0] === 0x00 && body[1] === 0x53) code = body[2];
-    else if (body[0] === 0x00 && body[1] === 0x80 && body.length >= 10) code = Number(body.readBigUInt64BE(2));
+    else if (body[0] === 0x00 && body[1] === 0x80 && body.length >= 10)
+      code = Number(body.readBigUInt64BE(2));
     this.bump(performatives[code] ?? 'other');
   }
 

@@ -37,7 +37,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startBenchStack(settings: Record<string, string>, log?: (line: string) => void): Promise<BenchStack> {
+export async function startBenchStack(
+  settings: Record<string, string>,
+  log?: (line: string) => void,
+): Promise<BenchStack> {
   const tableProxy = await startTableProxy();
   const amqpProxy = await startAmqpProxy();
   // Fixed ports so the proxies know their upstreams before the host starts connecting.
@@ -51,7 +54,16 @@ export async function startBenchStack(settings: Record<string, string>, log?: (l
   const countedServiceBus = connectionStringFor('127.0.0.1', amqpProxy.port);
   const recent: string[] = [];
   const stack = await startStack({
-    ports: { http: 0, serviceBus: busPort, blob: 0, queue: 0, table: tablePort, inventory: 0, payment: 0, shipping: 0 },
+    ports: {
+      http: 0,
+      serviceBus: busPort,
+      blob: 0,
+      queue: 0,
+      table: tablePort,
+      inventory: 0,
+      payment: 0,
+      shipping: 0,
+    },
     settings: { ...settings, StateStoreConnection: countedTables, ServiceBusConnection: countedServiceBus },
     log: (line) => {
       recent.push(line);
@@ -105,7 +117,10 @@ export async function startBenchStack(settings: Record<string, string>, log?: (l
  */
 export class StatusFeed {
   private readonly terminal = new Map<string, { at: number; wall: number; state: string }>();
-  private readonly waiters = new Map<string, Array<(v: { at: number; wall: number; state: string }) => void>>();
+  private readonly waiters = new Map<
+    string,
+    Array<(v: { at: number; wall: number; state: string }) => void>
+  >();
 
   private constructor(
     private readonly client: ServiceBusClient,
@@ -146,7 +161,10 @@ export class StatusFeed {
     const seen = this.terminal.get(orderId);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`order ${orderId} not terminal within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`order ${orderId} not terminal within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       const list = this.waiters.get(orderId) ?? [];
       list.push((v) => {
         clearTimeout(timer);
@@ -172,12 +190,21 @@ export function orderBody(items: OrderItem[] = [{ sku: 'SKU-1', quantity: 1, uni
   return {
     customerId: 'bench-customer',
     items,
-    shippingAddress: { name: 'Bench', line1: '1 Main St', city: 'Berlin', postalCode: '10115', country: 'DE' },
+    shippingAddress: {
+      name: 'Bench',
+      line1: '1 Main St',
+      city: 'Berlin',
+      postalCode: '10115',
+      country: 'DE',
+    },
   };
 }
 
 /** POST /orders; returns the order id and the performance.now() the request was sent at. */
-export async function submitOrder(stack: Stack, items?: OrderItem[]): Promise<{ orderId: string; sentAt: number }> {
+export async function submitOrder(
+  stack: Stack,
+  items?: OrderItem[],
+): Promise<{ orderId: string; sentAt: number }> {
   const sentAt = performance.now();
   const res = await fetch(`${stack.baseUrl}/orders`, {
     method: 'POST',

@@ -7,8 +7,15 @@ import { diffCounts, type Counts, type OrderCost, perHour } from './stats.js';
  * Supervisor keeps sweeping in the background, and its empty index queries (one per run) are
  * idle cost, reported apart and left out of the per-order figures.
  */
-export const scenarios: Record<'success' | 'retried' | 'compensated', { items: OrderItem[]; expect: string; what: string }> = {
-  success: { items: [{ sku: 'SKU-1', quantity: 1, unitPrice: 9.99 }], expect: 'Processed', what: 'three steps succeed' },
+export const scenarios: Record<
+  'success' | 'retried' | 'compensated',
+  { items: OrderItem[]; expect: string; what: string }
+> = {
+  success: {
+    items: [{ sku: 'SKU-1', quantity: 1, unitPrice: 9.99 }],
+    expect: 'Processed',
+    what: 'three steps succeed',
+  },
   retried: {
     items: [{ sku: 'FAULT:inventory:hang:1', quantity: 1, unitPrice: 9.99 }],
     expect: 'Processed',
@@ -77,7 +84,17 @@ function mean(costs: OrderCost[]): OrderCost {
 /** Waits until no app counter but the sweep query moves for `quietMs`. */
 async function settle(bench: BenchStack, quietMs = 1500, maxMs = 20_000): Promise<void> {
   const key = (c: Counts) =>
-    JSON.stringify(Object.entries(c).filter(([k]) => !k.startsWith('amqp.') && !k.startsWith('feed.') && !k.includes('InFlight.query') && k !== 'table.query' && k !== 'table.transactions' && !k.startsWith('table.status.200')));
+    JSON.stringify(
+      Object.entries(c).filter(
+        ([k]) =>
+          !k.startsWith('amqp.') &&
+          !k.startsWith('feed.') &&
+          !k.includes('InFlight.query') &&
+          k !== 'table.query' &&
+          k !== 'table.transactions' &&
+          !k.startsWith('table.status.200'),
+      ),
+    );
   const deadline = Date.now() + maxMs;
   let last = key(bench.counters());
   let since = Date.now();
@@ -91,7 +108,11 @@ async function settle(bench: BenchStack, quietMs = 1500, maxMs = 20_000): Promis
   }
 }
 
-export async function measureScenario(bench: BenchStack, name: ScenarioName, runs: number): Promise<ScenarioResult> {
+export async function measureScenario(
+  bench: BenchStack,
+  name: ScenarioName,
+  runs: number,
+): Promise<ScenarioResult> {
   const s = scenarios[name];
   const costs: OrderCost[] = [];
   const perRun: ScenarioResult['perRun'] = [];
@@ -102,15 +123,28 @@ export async function measureScenario(bench: BenchStack, name: ScenarioName, run
     const before = bench.counters();
     const { orderId, sentAt } = await submitOrder(bench.stack, s.items);
     const done = await bench.status.waitFor(orderId, 120_000);
-    if (done.state !== s.expect) throw new Error(`${name}: order ${orderId} ended ${done.state}, expected ${s.expect}`);
+    if (done.state !== s.expect)
+      throw new Error(`${name}: order ${orderId} ended ${done.state}, expected ${s.expect}`);
     await settle(bench);
     const d = diffCounts(bench.counters(), before);
     const { cost, sweepQueries } = toOrderCost(d);
     costs.push(cost);
     sweeps += sweepQueries;
-    perRun.push({ table: cost.table.total, sends: cost.serviceBus.sends, state: done.state, ms: done.at - sentAt });
+    perRun.push({
+      table: cost.table.total,
+      sends: cost.serviceBus.sends,
+      state: done.state,
+      ms: done.at - sentAt,
+    });
     for (const [k, v] of Object.entries(d)) {
-      if (/^table\.(Orders|InFlight)\.(read|query|write)$/.test(k) || k === 'table.batch' || k === 'table.batchOperations' || k.startsWith('sb.sent.') || k === 'sb.duplicates' || /^table\.status\.(404|409|412)$/.test(k))
+      if (
+        /^table\.(Orders|InFlight)\.(read|query|write)$/.test(k) ||
+        k === 'table.batch' ||
+        k === 'table.batchOperations' ||
+        k.startsWith('sb.sent.') ||
+        k === 'sb.duplicates' ||
+        /^table\.status\.(404|409|412)$/.test(k)
+      )
         detail[k] = (detail[k] ?? 0) + v;
     }
   }
@@ -135,7 +169,8 @@ export async function measureSubmission(bench: BenchStack, runs: number): Promis
       table: { ...cost.table, reads: 0, queries: 0, total: cost.table.writes + cost.table.batches },
       serviceBus: { sends: cost.serviceBus.sends, receives: 0, settlements: 0 },
     };
-    if (!best || sub.table.total + sub.serviceBus.sends < best.table.total + best.serviceBus.sends) best = sub;
+    if (!best || sub.table.total + sub.serviceBus.sends < best.table.total + best.serviceBus.sends)
+      best = sub;
     await bench.status.waitFor(orderId, 60_000);
   }
   return best!;
@@ -173,7 +208,10 @@ export async function measureIdle(
   const tablePerSweep = sweepRuns > 0 ? tableTransactions / sweepRuns : 0;
   const amqpFrames: Counts = {};
   for (const [k, v] of Object.entries(d)) if (k.startsWith('amqp.')) amqpFrames[k.slice(5)] = v;
-  const sum = (prefix: string) => Object.entries(amqpFrames).filter(([k]) => k.startsWith(prefix)).reduce((s, [, v]) => s + v, 0);
+  const sum = (prefix: string) =>
+    Object.entries(amqpFrames)
+      .filter(([k]) => k.startsWith(prefix))
+      .reduce((s, [, v]) => s + v, 0);
   return {
     windowMs: elapsed,
     sweepRuns,

@@ -15,6 +15,8 @@ export interface RecoveryResult {
   /** Submission to terminal, ms. */
   endToEnd: LatencySummary;
   boundMs: number;
+  /** Requests the inventory service saw per order (1 hang + retries). */
+  inventoryRequests: LatencySummary;
 }
 
 export async function measureRecovery(
@@ -29,7 +31,9 @@ export async function measureRecovery(
     Array.from({ length: concurrency }, async () => {
       while (next < orders) {
         next += 1;
-        const { orderId, sentAt } = await submitOrder(bench.stack, [{ sku: 'FAULT:inventory:hang:1', quantity: 1, unitPrice: 5 }]);
+        const { orderId, sentAt } = await submitOrder(bench.stack, [
+          { sku: 'FAULT:inventory:hang:1', quantity: 1, unitPrice: 5 },
+        ]);
         const done = await bench.status.waitFor(orderId, 120_000);
         results.push({ orderId, wall: done.wall, e2e: done.at - sentAt, state: done.state });
       }
@@ -37,8 +41,12 @@ export async function measureRecovery(
   );
   const ledger = bench.stack.remote.inventory.ledger();
   const recovery: number[] = [];
+  const requests: number[] = [];
   for (const r of results) {
-    const hung = ledger.requests.find((q) => q.attempt === 1 && q.status === null && (q.idempotencyKey ?? '').startsWith(r.orderId));
+    requests.push(ledger.requests.filter((q) => (q.idempotencyKey ?? '').startsWith(r.orderId)).length);
+    const hung = ledger.requests.find(
+      (q) => q.attempt === 1 && q.status === null && (q.idempotencyKey ?? '').startsWith(r.orderId),
+    );
     if (hung && r.state === 'Processed') recovery.push(r.wall - Date.parse(hung.receivedAt));
   }
   return {
@@ -47,5 +55,6 @@ export async function measureRecovery(
     recovery: summarize(recovery),
     endToEnd: summarize(results.map((r) => r.e2e)),
     boundMs,
+    inventoryRequests: summarize(requests),
   };
 }

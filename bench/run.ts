@@ -32,7 +32,7 @@ const plan = quick
         { n: 4, orders: 16 },
         { n: 16, orders: 32 },
       ],
-      recovery: { orders: 10, concurrency: 5 },
+      recovery: { isolated: 4, orders: 10, concurrency: 5 },
       sweep: { inFlight: 100, terminal: 10_000, repeats: 3 },
     }
   : {
@@ -43,7 +43,7 @@ const plan = quick
         { n: 4, orders: 100 },
         { n: 16, orders: 300 },
       ],
-      recovery: { orders: 40, concurrency: 8 },
+      recovery: { isolated: 10, orders: 40, concurrency: 8 },
       sweep: { inFlight: 100, terminal: 100_000, repeats: 5 },
     };
 
@@ -52,12 +52,19 @@ const ms = (v: number) => Math.round(v);
 
 async function main(): Promise<void> {
   const started = new Date();
-  log(`bench ${quick ? '--quick' : '(full)'}: ${cpus().length} cores, Node ${process.version}, ${started.toISOString()}`);
+  log(
+    `bench ${quick ? '--quick' : '(full)'}: ${cpus().length} cores, Node ${process.version}, ${started.toISOString()}`,
+  );
   const bench = await startBenchStack(settings);
   const results: Record<string, unknown> = {
     date: started.toISOString(),
     mode: quick ? 'quick' : 'full',
-    machine: { cores: cpus().length, model: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cores: cpus().length,
+      model: cpus()[0]?.model,
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+    },
     settings,
     method:
       'counted at the servers: an HTTP proxy in front of Azurite tables (every request = one table transaction, $batch = 1) ' +
@@ -77,35 +84,118 @@ async function main(): Promise<void> {
     }
     const steps = 3;
     const rows = [
-      ['submission only', 1, submission.table.reads, submission.table.queries, submission.table.writes, submission.table.batches, submission.table.total, submission.serviceBus.sends, submission.serviceBus.receives, submission.serviceBus.settlements],
-      ...costs.map((c) => [c.scenario, c.runs, c.cost.table.reads, c.cost.table.queries, c.cost.table.writes, c.cost.table.batches, c.cost.table.total, c.cost.serviceBus.sends, c.cost.serviceBus.receives, c.cost.serviceBus.settlements]),
+      [
+        'submission only',
+        1,
+        submission.table.reads,
+        submission.table.queries,
+        submission.table.writes,
+        submission.table.batches,
+        submission.table.total,
+        submission.serviceBus.sends,
+        submission.serviceBus.receives,
+        submission.serviceBus.settlements,
+      ],
+      ...costs.map((c) => [
+        c.scenario,
+        c.runs,
+        c.cost.table.reads,
+        c.cost.table.queries,
+        c.cost.table.writes,
+        c.cost.table.batches,
+        c.cost.table.total,
+        c.cost.serviceBus.sends,
+        c.cost.serviceBus.receives,
+        c.cost.serviceBus.settlements,
+      ]),
     ];
-    log(formatTable(['order', 'runs', 'reads', 'queries', 'writes', 'batches', 'table tx', 'SB sends', 'SB receives', 'SB settles'], rows));
+    log(
+      formatTable(
+        [
+          'order',
+          'runs',
+          'reads',
+          'queries',
+          'writes',
+          'batches',
+          'table tx',
+          'SB sends',
+          'SB receives',
+          'SB settles',
+        ],
+        rows,
+      ),
+    );
     const budgets = costs.map((c) => ({ scenario: c.scenario, ...checkBudget(c.cost, submission, steps) }));
     log('\nPer step beyond submission (3 steps) vs budget:');
     log(
       formatTable(
         ['order', 'table tx/step', 'budget', 'ok', 'SB sends/step', 'budget', 'ok'],
-        budgets.map((b) => [b.scenario, b.tablePerStep, b.tableBudget, b.tableWithin ? 'yes' : 'NO', b.sendsPerStep, b.sendsBudget, b.sendsWithin ? 'yes' : 'NO']),
+        budgets.map((b) => [
+          b.scenario,
+          b.tablePerStep,
+          b.tableBudget,
+          b.tableWithin ? 'yes' : 'NO',
+          b.sendsPerStep,
+          b.sendsBudget,
+          b.sendsWithin ? 'yes' : 'NO',
+        ]),
         2,
       ),
     );
     log('\nWhere the table transactions and sends go (per order):');
-    for (const c of costs) log(`  ${c.scenario}: ${Object.entries(c.detail).map(([k, v]) => `${k.replace(/^table\./, '')}=${+v.toFixed(2)}`).join(' ')}`);
-    results.cost = { submission, scenarios: costs, budgets, scenarioDescriptions: Object.fromEntries(Object.entries(scenarios).map(([k, v]) => [k, v.what])) };
+    for (const c of costs)
+      log(
+        `  ${c.scenario}: ${Object.entries(c.detail)
+          .map(([k, v]) => `${k.replace(/^table\./, '')}=${+v.toFixed(2)}`)
+          .join(' ')}`,
+      );
+    results.cost = {
+      submission,
+      scenarios: costs,
+      budgets,
+      scenarioDescriptions: Object.fromEntries(Object.entries(scenarios).map(([k, v]) => [k, v.what])),
+    };
 
     // Idle cost.
     log(`\n== Idle cost (no orders, ${plan.idleMs / 1000} s window, extrapolated per hour) ==`);
-    const idle = await measureIdle(bench, plan.idleMs, 3600 / sweepIntervalSeconds, { schedule: '*/30 * * * * * (app default)', sweepsPerHour: 120 });
+    const idle = await measureIdle(bench, plan.idleMs, 3600 / sweepIntervalSeconds, {
+      schedule: '*/30 * * * * * (app default)',
+      sweepsPerHour: 120,
+    });
     log(
       formatTable(
         ['what', 'in window', 'per hour (bench schedule 1 s)', 'per hour (default 30 s)'],
         [
-          ['Supervisor runs', idle.sweepRuns, idle.perHour.benchSchedule.sweeps, idle.perHour.configuredSchedule.sweeps],
-          ['table transactions', idle.tableTransactions, idle.perHour.benchSchedule.tableTransactions, idle.perHour.configuredSchedule.tableTransactions],
+          [
+            'Supervisor runs',
+            idle.sweepRuns,
+            idle.perHour.benchSchedule.sweeps,
+            idle.perHour.configuredSchedule.sweeps,
+          ],
+          [
+            'table transactions',
+            idle.tableTransactions,
+            idle.perHour.benchSchedule.tableTransactions,
+            idle.perHour.configuredSchedule.tableTransactions,
+          ],
           ['SB message operations', idle.serviceBusMessageOps, 0, 0],
-          ['AMQP frames client->broker', Object.entries(idle.amqpFrames).filter(([k]) => k.startsWith('out.')).reduce((s, [, v]) => s + v, 0), idle.perHour.amqpFramesOut, idle.perHour.amqpFramesOut],
-          ['AMQP frames broker->client', Object.entries(idle.amqpFrames).filter(([k]) => k.startsWith('in.')).reduce((s, [, v]) => s + v, 0), idle.perHour.amqpFramesIn, idle.perHour.amqpFramesIn],
+          [
+            'AMQP frames client->broker',
+            Object.entries(idle.amqpFrames)
+              .filter(([k]) => k.startsWith('out.'))
+              .reduce((s, [, v]) => s + v, 0),
+            idle.perHour.amqpFramesOut,
+            idle.perHour.amqpFramesOut,
+          ],
+          [
+            'AMQP frames broker->client',
+            Object.entries(idle.amqpFrames)
+              .filter(([k]) => k.startsWith('in.'))
+              .reduce((s, [, v]) => s + v, 0),
+            idle.perHour.amqpFramesIn,
+            idle.perHour.amqpFramesIn,
+          ],
         ],
       ),
     );
@@ -115,7 +205,9 @@ async function main(): Promise<void> {
     // 2. Throughput and latency beside the floor.
     const recipe = floorRecipe(costs[0].cost);
     log(`\n== 2. Throughput and time to terminal (instant remote services) vs floor ==`);
-    log(`floor per order: ${JSON.stringify(recipe)} (raw TableClient / ServiceBusSender+Receiver ops, through the same proxies)`);
+    log(
+      `floor per order: ${JSON.stringify(recipe)} (raw TableClient / ServiceBusSender+Receiver ops, through the same proxies)`,
+    );
     const tp: Array<{ actual: RunFigures; floor: RunFigures }> = [];
     for (const { n, orders } of plan.throughput) {
       const actual = await measureActual(bench, n, orders);
@@ -124,8 +216,34 @@ async function main(): Promise<void> {
     }
     log(
       formatTable(
-        ['N', 'orders', 'orders/s', 'floor/s', 'actual/floor', 'p50 ms', 'p95 ms', 'p99 ms', 'floor p50', 'floor p95', 'floor p99', 'p50 actual/floor'],
-        tp.map(({ actual: a, floor: f }) => [a.concurrency, a.orders, a.perSecond, f.perSecond, a.perSecond / f.perSecond, ms(a.latency.p50), ms(a.latency.p95), ms(a.latency.p99), ms(f.latency.p50), ms(f.latency.p95), ms(f.latency.p99), a.latency.p50 / f.latency.p50]),
+        [
+          'N',
+          'orders',
+          'orders/s',
+          'floor/s',
+          'actual/floor',
+          'p50 ms',
+          'p95 ms',
+          'p99 ms',
+          'floor p50',
+          'floor p95',
+          'floor p99',
+          'p50 actual/floor',
+        ],
+        tp.map(({ actual: a, floor: f }) => [
+          a.concurrency,
+          a.orders,
+          a.perSecond,
+          f.perSecond,
+          a.perSecond / f.perSecond,
+          ms(a.latency.p50),
+          ms(a.latency.p95),
+          ms(a.latency.p99),
+          ms(f.latency.p50),
+          ms(f.latency.p95),
+          ms(f.latency.p99),
+          a.latency.p50 / f.latency.p50,
+        ]),
         2,
       ),
     );
@@ -133,19 +251,40 @@ async function main(): Promise<void> {
 
     // 4. Recovery (before the sweep seeding loads Azurite with history).
     const boundMs = (stepTimeoutSeconds + sweepIntervalSeconds) * 1000;
-    log(`\n== 4. Recovery from an Agent that dies mid-call (hang past complete-by), ${plan.recovery.orders} orders ==`);
+    log(
+      `\n== 4. Recovery from an Agent that dies mid-call (hang past complete-by), ${plan.recovery.orders} orders ==`,
+    );
+    const isolated = await measureRecovery(bench, plan.recovery.isolated, 1, boundMs);
     const rec = await measureRecovery(bench, plan.recovery.orders, plan.recovery.concurrency, boundMs);
+    const recRow = (what: string, r: typeof rec) => [
+      what,
+      r.recovery.count,
+      ms(r.recovery.p50),
+      ms(r.recovery.p95),
+      ms(r.recovery.p99),
+      ms(r.recovery.max),
+      boundMs,
+      r.inventoryRequests.max,
+    ];
     log(
       formatTable(
-        ['what', 'count', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'bound ms'],
         [
-          ['crash -> terminal', rec.recovery.count, ms(rec.recovery.p50), ms(rec.recovery.p95), ms(rec.recovery.p99), ms(rec.recovery.max), boundMs],
-          ['submit -> terminal', rec.endToEnd.count, ms(rec.endToEnd.p50), ms(rec.endToEnd.p95), ms(rec.endToEnd.p99), ms(rec.endToEnd.max), ''],
+          'crash -> terminal',
+          'orders',
+          'p50 ms',
+          'p95 ms',
+          'p99 ms',
+          'max ms',
+          'bound ms',
+          'max inventory calls',
         ],
+        [recRow('one at a time', isolated), recRow(`${plan.recovery.concurrency} at once`, rec)],
       ),
     );
-    log(`  bound = STEP_TIMEOUT_SECONDS ${stepTimeoutSeconds} s + sweep interval ${sweepIntervalSeconds} s (the re-run of the three steps comes on top)`);
-    results.recovery = rec;
+    log(
+      `  bound = STEP_TIMEOUT_SECONDS ${stepTimeoutSeconds} s + sweep interval ${sweepIntervalSeconds} s (the re-run of the three steps comes on top)`,
+    );
+    results.recovery = { isolated, concurrent: rec };
 
     // 3. Sweep scaling.
     log(`\n== 3. Sweep scaling: ${plan.sweep.inFlight} in flight, then + ${plan.sweep.terminal} terminal ==`);
@@ -154,13 +293,35 @@ async function main(): Promise<void> {
       formatTable(
         ['case', 'in flight', 'terminal', 'sweep p50 ms', 'max ms', 'entities read', 'requests', 'timed out'],
         [
-          ['in flight alone', sweep.alone.inFlight, 0, ms(sweep.alone.duration.p50), ms(sweep.alone.duration.max), sweep.alone.entitiesRead, sweep.alone.requests, sweep.alone.timedOut],
-          ['with history', sweep.withHistory.inFlight, sweep.withHistory.terminal, ms(sweep.withHistory.duration.p50), ms(sweep.withHistory.duration.max), sweep.withHistory.entitiesRead, sweep.withHistory.requests, sweep.withHistory.timedOut],
+          [
+            'in flight alone',
+            sweep.alone.inFlight,
+            0,
+            ms(sweep.alone.duration.p50),
+            ms(sweep.alone.duration.max),
+            sweep.alone.entitiesRead,
+            sweep.alone.requests,
+            sweep.alone.timedOut,
+          ],
+          [
+            'with history',
+            sweep.withHistory.inFlight,
+            sweep.withHistory.terminal,
+            ms(sweep.withHistory.duration.p50),
+            ms(sweep.withHistory.duration.max),
+            sweep.withHistory.entitiesRead,
+            sweep.withHistory.requests,
+            sweep.withHistory.timedOut,
+          ],
         ],
       ),
     );
-    log(`  ratio with/without history: duration ${sweep.durationRatio.toFixed(2)}, entities read ${sweep.entitiesReadRatio.toFixed(2)} (seeding took ${ms(sweep.seedMs)} ms)`);
-    log(`  hourly index reconciliation over that history: ${ms(sweep.reconcile.ms)} ms, ${sweep.reconcile.requests} requests, ${sweep.reconcile.entitiesRead} entities read (O(history) by design, once an hour)`);
+    log(
+      `  ratio with/without history: duration ${sweep.durationRatio.toFixed(2)}, entities read ${sweep.entitiesReadRatio.toFixed(2)} (seeding took ${ms(sweep.seedMs)} ms)`,
+    );
+    log(
+      `  hourly index reconciliation over that history: ${ms(sweep.reconcile.ms)} ms, ${sweep.reconcile.requests} requests, ${sweep.reconcile.entitiesRead} entities read (O(history) by design, once an hour)`,
+    );
     results.sweepScaling = sweep;
   } finally {
     await bench.stop();

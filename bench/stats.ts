@@ -102,11 +102,22 @@ export function ratePerSecond(completed: number, elapsedMs: number): number {
 }
 
 /** Fixed-width text table; numbers are rounded to `digits` places. */
-export function formatTable(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<unknown>>, digits = 1): string {
+export function formatTable(
+  header: readonly string[],
+  rows: ReadonlyArray<ReadonlyArray<unknown>>,
+  digits = 1,
+): string {
   const cell = (v: unknown): string =>
-    typeof v === 'number' ? (Number.isFinite(v) ? (Number.isInteger(v) ? String(v) : v.toFixed(digits)) : '-') : String(v ?? '');
+    typeof v === 'number'
+      ? Number.isFinite(v)
+        ? Number.isInteger(v)
+          ? String(v)
+          : v.toFixed(digits)
+        : '-'
+      : String(v ?? '');
   const text = [header.map(String), ...rows.map((r) => r.map(cell))];
   const widths = header.map((_, i) => Math.max(...text.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (r: string[]) =>
+    r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(text[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...text.slice(1).map(line)].join('\n');
 }

@@ -11,7 +11,12 @@ import { summarize, type LatencySummary } from './stats.js';
  * has passed, measures the sweep, adds many terminal orders, measures again. Also measures the
  * hourly index reconciliation, which is O(history) by design.
  */
-const policy = makePolicy({ stepTimeoutSeconds: 60, failureSoftThreshold: 3, failureHardThreshold: 5, extendedBackoffSeconds: 10 });
+const policy = makePolicy({
+  stepTimeoutSeconds: 60,
+  failureSoftThreshold: 3,
+  failureHardThreshold: 5,
+  extendedBackoffSeconds: 10,
+});
 
 function newOrder(now: Date): Order {
   return {
@@ -28,7 +33,13 @@ function processed(orderId: string, t: Date): OrderState {
   let s = decide(orderWorkflow, null, { type: 'Submit', orderId }, t, policy).state;
   s = decide(orderWorkflow, s, { type: 'Claim', by: 'bench' }, t, policy).state;
   for (const step of orderWorkflow.steps) {
-    s = decide(orderWorkflow, s, { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 }, t, policy).state;
+    s = decide(
+      orderWorkflow,
+      s,
+      { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 },
+      t,
+      policy,
+    ).state;
   }
   if (s.processState !== 'Processed') throw new Error(`seed: expected Processed, got ${s.processState}`);
   return s;
@@ -61,7 +72,12 @@ export interface SweepScalingResult {
   reconcile: { terminal: number; ms: number; requests: number; entitiesRead: number; pagesLimit: number };
 }
 
-async function measureSweep(store: StoreMetricsStore, inFlight: number, terminal: number, repeats: number): Promise<SweepFigures> {
+async function measureSweep(
+  store: StoreMetricsStore,
+  inFlight: number,
+  terminal: number,
+  repeats: number,
+): Promise<SweepFigures> {
   const durations: number[] = [];
   let entitiesRead = 0;
   let requests = 0;
@@ -100,9 +116,17 @@ export async function measureSweepScaling(
   // In flight: Processing, claimed an hour ago, so complete-by has passed and the sweep reports them.
   await pool(options.inFlight, conc, async () => {
     const order = newOrder(past);
-    const initial = decide(orderWorkflow, null, { type: 'Submit', orderId: order.orderId }, past, policy).state;
+    const initial = decide(
+      orderWorkflow,
+      null,
+      { type: 'Submit', orderId: order.orderId },
+      past,
+      policy,
+    ).state;
     await store.submit(order, initial);
-    await store.applyWithRetry(order.orderId, (cur) => decide(orderWorkflow, cur.state, { type: 'Claim', by: 'bench' }, past, policy));
+    await store.applyWithRetry(order.orderId, (cur) =>
+      decide(orderWorkflow, cur.state, { type: 'Claim', by: 'bench' }, past, policy),
+    );
   });
   const alone = await measureSweep(s, options.inFlight, 0, options.repeats);
 

@@ -48,7 +48,11 @@ function figures(concurrency: number, r: { latencies: number[]; elapsedMs: numbe
   };
 }
 
-export async function measureActual(bench: BenchStack, concurrency: number, total: number): Promise<RunFigures> {
+export async function measureActual(
+  bench: BenchStack,
+  concurrency: number,
+  total: number,
+): Promise<RunFigures> {
   const r = await closedLoop(concurrency, total, async () => {
     const { orderId, sentAt } = await submitOrder(bench.stack);
     const done = await bench.status.waitFor(orderId, 120_000);
@@ -96,7 +100,9 @@ export class Floor {
   ) {}
 
   static async open(bench: BenchStack, concurrency: number): Promise<Floor> {
-    const table = TableClient.fromConnectionString(bench.countedTables, 'BenchFloor', { allowInsecureConnection: true });
+    const table = TableClient.fromConnectionString(bench.countedTables, 'BenchFloor', {
+      allowInsecureConnection: true,
+    });
     await table.createTable().catch(() => undefined);
     const client = new ServiceBusClient(bench.countedServiceBus);
     // Leftover alerts would be received by the floor's hops and skew nothing but the count; drain them.
@@ -104,22 +110,38 @@ export class Floor {
     while ((await drain.receiveMessages(100, { maxWaitTimeInMs: 500 })).length > 0);
     await drain.close();
     const receivers = Array.from({ length: concurrency }, () => client.createReceiver(floorQueue));
-    return new Floor(table, client, client.createSender(floorQueue), client.createSender(floorTopic), receivers);
+    return new Floor(
+      table,
+      client,
+      client.createSender(floorQueue),
+      client.createSender(floorTopic),
+      receivers,
+    );
   }
 
   /** One order's worth of raw operations, one after another like the order's critical path. */
   async order(recipe: FloorRecipe, worker: number): Promise<number> {
     const t0 = performance.now();
     const pk = randomUUID();
-    const rows = ['order', 'state', 'step:0', 'step:1', 'step:2'].map((rowKey) => ({ partitionKey: pk, rowKey, Data: 'x'.repeat(200) }));
+    const rows = ['order', 'state', 'step:0', 'step:1', 'step:2'].map((rowKey) => ({
+      partitionKey: pk,
+      rowKey,
+      Data: 'x'.repeat(200),
+    }));
     for (let i = 0; i < recipe.batches; i++) {
-      const actions: TransactionAction[] = (i === 0 ? rows : rows.slice(1, 3)).map((r) => ['upsert', r, 'Replace']);
+      const actions: TransactionAction[] = (i === 0 ? rows : rows.slice(1, 3)).map((r) => [
+        'upsert',
+        r,
+        'Replace',
+      ]);
       await this.table.submitTransaction(actions);
     }
-    for (let i = 0; i < recipe.writes; i++) await this.table.upsertEntity({ partitionKey: 'idx', rowKey: pk, N: i }, 'Replace');
+    for (let i = 0; i < recipe.writes; i++)
+      await this.table.upsertEntity({ partitionKey: 'idx', rowKey: pk, N: i }, 'Replace');
     for (let i = 0; i < recipe.reads; i++) await this.table.getEntity(pk, 'state');
     for (let i = 0; i < recipe.queries; i++) {
-      for await (const _ of this.table.listEntities({ queryOptions: { filter: `PartitionKey eq '${pk}'` } })) void _;
+      for await (const _ of this.table.listEntities({ queryOptions: { filter: `PartitionKey eq '${pk}'` } }))
+        void _;
     }
     const receiver = this.receivers[worker];
     for (let i = 0; i < recipe.hops; i++) {
@@ -128,7 +150,8 @@ export class Floor {
       while (got.length === 0) got = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
       await receiver.completeMessage(got[0]);
     }
-    for (let i = 0; i < recipe.publishOnly; i++) await this.topicSender.sendMessages({ messageId: randomUUID(), body: { floor: pk, i } });
+    for (let i = 0; i < recipe.publishOnly; i++)
+      await this.topicSender.sendMessages({ messageId: randomUUID(), body: { floor: pk, i } });
     return performance.now() - t0;
   }
 
@@ -140,7 +163,12 @@ export class Floor {
   }
 }
 
-export async function measureFloor(bench: BenchStack, recipe: FloorRecipe, concurrency: number, total: number): Promise<RunFigures> {
+export async function measureFloor(
+  bench: BenchStack,
+  recipe: FloorRecipe,
+  concurrency: number,
+  total: number,
+): Promise<RunFigures> {
   const floor = await Floor.open(bench, concurrency);
   try {
     return figures(concurrency, await closedLoop(concurrency, total, (w) => floor.order(recipe, w)));
