@@ -113,7 +113,10 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
     settings: { ...chaosSettings, ...options.settings },
     log: options.verbose ? log : undefined,
   });
-  const store = await StateStore.open({ kind: 'connectionString', connectionString: stack.env.StateStoreConnection });
+  const store = await StateStore.open({
+    kind: 'connectionString',
+    connectionString: stack.env.StateStoreConnection,
+  });
   return {
     stack,
     store,
@@ -154,7 +157,10 @@ export const address = {
 export function orderBody(skus: string[]): Record<string, unknown> {
   return {
     customerId: 'chaos-customer',
-    items: [{ sku: 'SKU-1', quantity: 1, unitPrice: 10 }, ...skus.map((sku) => ({ sku, quantity: 1, unitPrice: 0 }))],
+    items: [
+      { sku: 'SKU-1', quantity: 1, unitPrice: 10 },
+      ...skus.map((sku) => ({ sku, quantity: 1, unitPrice: 0 })),
+    ],
     shippingAddress: address,
   };
 }
@@ -164,7 +170,11 @@ export function orderBody(skus: string[]): Record<string, unknown> {
  * 5xx (the host may be down), so a submission that was written but not answered is found again.
  * Recorded as acknowledged only after a 202.
  */
-export async function submitOrder(ctx: ChaosContext, skus: string[], baseUrl?: string): Promise<string | undefined> {
+export async function submitOrder(
+  ctx: ChaosContext,
+  skus: string[],
+  baseUrl?: string,
+): Promise<string | undefined> {
   const key = randomUUID();
   ctx.attempted.add(orderIdFromIdempotencyKey(key));
   for (let attempt = 1; attempt <= 8; attempt++) {
@@ -221,7 +231,11 @@ export async function submitWithoutMessage(ctx: ChaosContext, skus: string[]): P
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Loads every submitted order until all are terminal or the deadline passes. */
-export async function drain(ctx: ChaosContext, deadlineMs: number, observe?: (s: OrderState) => void): Promise<Map<string, OrderState>> {
+export async function drain(
+  ctx: ChaosContext,
+  deadlineMs: number,
+  observe?: (s: OrderState) => void,
+): Promise<Map<string, OrderState>> {
   const finals = new Map<string, OrderState>();
   const open = new Set(ctx.submitted.keys());
   for (;;) {
@@ -244,7 +258,9 @@ export async function drain(ctx: ChaosContext, deadlineMs: number, observe?: (s:
 /** Every partition of the Orders table (each is one order). */
 export async function listAllOrderIds(ctx: ChaosContext): Promise<Set<string>> {
   const ids = new Set<string>();
-  for await (const row of ctx.store.orders.listEntities({ queryOptions: { select: ['PartitionKey', 'RowKey'] } })) {
+  for await (const row of ctx.store.orders.listEntities({
+    queryOptions: { select: ['PartitionKey', 'RowKey'] },
+  })) {
     ids.add(String(row.partitionKey));
   }
   return ids;
@@ -273,7 +289,9 @@ function orderIdOf(body: unknown, correlationId: unknown): string | undefined {
 }
 
 /** Peeks (never receives) every message of the dead-letter queues, and the operator alerts. */
-export async function readQueues(ctx: ChaosContext): Promise<{ deadLetters: PeekedMessage[]; alerts: PeekedMessage[] }> {
+export async function readQueues(
+  ctx: ChaosContext,
+): Promise<{ deadLetters: PeekedMessage[]; alerts: PeekedMessage[] }> {
   const client = new ServiceBusClient(ctx.serviceBus.connectionString);
   const peekAll = async (receiver: ReturnType<ServiceBusClient['createReceiver']>, entity: string) => {
     const out: PeekedMessage[] = [];
@@ -300,7 +318,9 @@ export async function readQueues(ctx: ChaosContext): Promise<{ deadLetters: Peek
   try {
     const deadLetters: PeekedMessage[] = [];
     for (const q of Object.values(queues)) {
-      deadLetters.push(...(await peekAll(client.createReceiver(q, { subQueueType: 'deadLetter' }), `${q}/$DLQ`)));
+      deadLetters.push(
+        ...(await peekAll(client.createReceiver(q, { subQueueType: 'deadLetter' }), `${q}/$DLQ`)),
+      );
     }
     deadLetters.push(
       ...(await peekAll(
@@ -315,7 +335,11 @@ export async function readQueues(ctx: ChaosContext): Promise<{ deadLetters: Peek
   }
 }
 
-type Long = NonNullable<Awaited<ReturnType<ReturnType<ServiceBusClient['createReceiver']>['peekMessages']>>[number]['sequenceNumber']>;
+type Long = NonNullable<
+  Awaited<
+    ReturnType<ReturnType<ServiceBusClient['createReceiver']>['peekMessages']>
+  >[number]['sequenceNumber']
+>;
 
 /** Kills the stack's host with SIGKILL and starts it again on the same port. */
 export async function crashHost(ctx: ChaosContext, downMs = 300): Promise<void> {
@@ -324,7 +348,10 @@ export async function crashHost(ctx: ChaosContext, downMs = 300): Promise<void> 
   await ctx.stack.startHost();
 }
 
-export async function addHost(ctx: ChaosContext, env: Record<string, string> = {}): Promise<SpawnedLocalHost> {
+export async function addHost(
+  ctx: ChaosContext,
+  env: Record<string, string> = {},
+): Promise<SpawnedLocalHost> {
   const host = await spawnLocalHost({ appRoot: repoRoot, env: { ...ctx.stack.env, ...env }, httpPort: 0 });
   ctx.extraHosts.push(host);
   return host;

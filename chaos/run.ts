@@ -103,7 +103,13 @@ async function runScenario(scenario: Scenario, n: number, verbose: boolean): Pro
       boundSeconds: bound.seconds,
     });
     if (ctx.refused > 0) note += `; ${ctx.refused} POSTs never acknowledged`;
-    return { scenario: scenario.name, note, boundSeconds: bound.seconds, result, seconds: (Date.now() - started) / 1000 };
+    return {
+      scenario: scenario.name,
+      note,
+      boundSeconds: bound.seconds,
+      result,
+      seconds: (Date.now() - started) / 1000,
+    };
   } finally {
     await closeContext(ctx);
   }
@@ -122,11 +128,12 @@ const header =
   pad('dup fx', 7) +
   pad('comp faults', 12) +
   pad('tombst', 7) +
+  pad('inDoubt', 8) +
   pad('trans', 6) +
   pad('DLQ', 4) +
   pad('DLQ bad', 8) +
   pad('worst/bound s', 15) +
-  pad('outcomes', 30) +
+  pad('outcomes', 36) +
   'note';
 
 function formatRow(r: ScenarioRow): string {
@@ -143,11 +150,12 @@ function formatRow(r: ScenarioRow): string {
     pad(x.duplicateEffects, 7) +
     pad(x.compensationFaults, 12) +
     pad(x.tombstones, 7) +
+    pad(x.inDoubtCompensations, 8) +
     pad(x.transitionFaults, 6) +
     pad(x.deadLettered, 4) +
     pad(x.deadLetterFaults, 8) +
     pad(`${x.worstSeconds.toFixed(1)}/${r.boundSeconds}`, 15) +
-    pad(outcomes, 30) +
+    pad(outcomes, 36) +
     `${r.note} (${r.seconds.toFixed(0)} s)`
   );
 }
@@ -159,13 +167,17 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
     (options.out ?? ((l: string) => process.stdout.write(`${l}\n`)))(line);
   };
   const n = options.orders ?? (options.quick ? 12 : 100);
-  const chosen = scenarios.filter(
-    (s) => (options.only ? options.only.includes(s.name) : options.quick ? s.quick : true),
+  const chosen = scenarios.filter((s) =>
+    options.only ? options.only.includes(s.name) : options.quick ? s.quick : true,
   );
   if (chosen.length === 0) throw new Error(`no scenario matches ${options.only?.join(', ')}`);
   const bound = lostOrderBound(chaosSettings, orderWorkflow.steps.length);
   out(`chaos: ${options.quick ? 'quick' : 'full'} run, ${chosen.length} scenarios, ${n} orders each`);
-  out(`settings: ${Object.entries(chaosSettings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  out(
+    `settings: ${Object.entries(chaosSettings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
   out(`lost-order bound: ${bound.formula} (plus each scenario's deliberate outage)`);
   out(header);
   const rows: ScenarioRow[] = [];

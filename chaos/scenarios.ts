@@ -38,7 +38,13 @@ const slowAll = (ms: number): string[] => [
 ];
 
 /** Submits n orders `gapMs` apart, SKUs chosen round-robin from `profiles`, all in parallel. */
-async function submitMany(ctx: ChaosContext, n: number, profiles: string[][], gapMs: number, baseUrls?: string[]): Promise<void> {
+async function submitMany(
+  ctx: ChaosContext,
+  n: number,
+  profiles: string[][],
+  gapMs: number,
+  baseUrls?: string[],
+): Promise<void> {
   const pending: Promise<unknown>[] = [];
   for (let i = 0; i < n; i++) {
     pending.push(submitOrder(ctx, profiles[i % profiles.length], baseUrls?.[i % baseUrls.length]));
@@ -67,7 +73,11 @@ export const scenarios: Scenario[] = [
       const profiles = [
         slowAll(700),
         [...slowAll(700), faultSku('payment', 'lost-reply')],
-        [faultSku('inventory', 'slow', 700), faultSku('payment', 'slow', 700), faultSku('shipping', 'permanent')],
+        [
+          faultSku('inventory', 'slow', 700),
+          faultSku('payment', 'slow', 700),
+          faultSku('shipping', 'permanent'),
+        ],
         [...slowAll(1500)],
       ];
       const submitting = submitMany(ctx, n, profiles, 150);
@@ -110,7 +120,12 @@ export const scenarios: Scenario[] = [
       const copied = { 'process-order': 0, 'agent-request': 0, 'agent-reply': 0, poison: 0 };
       const seen = new Set<string>();
       let stop = false;
-      const resend = async (entity: string, m: ServiceBusReceivedMessage, suffix: string, delayMs: number) => {
+      const resend = async (
+        entity: string,
+        m: ServiceBusReceivedMessage,
+        suffix: string,
+        delayMs: number,
+      ) => {
         const sender = client.createSender(entity);
         try {
           await sender.sendMessages({
@@ -167,7 +182,15 @@ export const scenarios: Scenario[] = [
       for (const orderId of [...ctx.submitted.keys()].slice(0, 2)) {
         await scheduler.sendMessages({
           messageId: `poison-${randomUUID()}`,
-          body: { type: 'agent-reply', orderId, run: 1, step: 'payment', kind: 'do', attempt: 0, outcome: 'succeeded' },
+          body: {
+            type: 'agent-reply',
+            orderId,
+            run: 1,
+            step: 'payment',
+            kind: 'do',
+            attempt: 0,
+            outcome: 'succeeded',
+          },
           contentType: 'application/json',
         });
         copied.poison += 1;
@@ -177,7 +200,9 @@ export const scenarios: Scenario[] = [
       stop = true;
       await duplicator;
       await client.close();
-      return `copied: ${Object.entries(copied).map(([k, v]) => `${k} ${v}`).join(', ')}`;
+      return `copied: ${Object.entries(copied)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`;
     },
   },
   {
@@ -223,7 +248,25 @@ export const scenarios: Scenario[] = [
       await submitMany(ctx, n, [slowAll(500), []], 80);
       await sleep(800);
       await restartServiceBusEmpty(ctx, 1500);
-      return 'emulator lost all messages';
+      // The local host's Service Bus triggers do not resume after the broker comes back (see
+      // docs/reliability.md); the Azure host re-creates its listeners, so the worker is recycled here.
+      await ctx.stack.killHost('SIGTERM');
+      await ctx.stack.startHost();
+      return 'emulator lost all messages; host recycled';
+    },
+  },
+  {
+    name: 'servicebus-restart-host-kept',
+    quick: false,
+    outageSeconds: 10,
+    what:
+      'as above but the host is NOT recycled: shows what the invariants still guarantee while the ' +
+      "local host's triggers stay disconnected (orders end in Error with an alert, nothing is lost)",
+    async run(ctx, n) {
+      await submitMany(ctx, n, [slowAll(500), []], 80);
+      await sleep(800);
+      await restartServiceBusEmpty(ctx, 1500);
+      return 'emulator lost all messages; host kept';
     },
   },
   {
@@ -231,7 +274,8 @@ export const scenarios: Scenario[] = [
     quick: true,
     what: 'every remote service answers 30 % of requests with 503 (seeded)',
     async run(ctx, n) {
-      for (const s of ['inventory', 'payment', 'shipping'] as const) ctx.stack.remote[s].setFaults({ transientRate: 0.3, seed: 7 });
+      for (const s of ['inventory', 'payment', 'shipping'] as const)
+        ctx.stack.remote[s].setFaults({ transientRate: 0.3, seed: 7 });
       await submitMany(ctx, n, [[]], 60);
       return 'transientRate 0.3';
     },
@@ -241,7 +285,8 @@ export const scenarios: Scenario[] = [
     quick: false,
     what: 'every remote service answers 50 % of requests with 503 (seeded)',
     async run(ctx, n) {
-      for (const s of ['inventory', 'payment', 'shipping'] as const) ctx.stack.remote[s].setFaults({ transientRate: 0.5, seed: 11 });
+      for (const s of ['inventory', 'payment', 'shipping'] as const)
+        ctx.stack.remote[s].setFaults({ transientRate: 0.5, seed: 11 });
       await submitMany(ctx, n, [[]], 60);
       return 'transientRate 0.5';
     },

@@ -28,7 +28,10 @@ export interface TcpProxy {
 
 const requestLine = /(?:^|\r\n)(GET|POST|PUT|PATCH|MERGE|DELETE|HEAD|OPTIONS) (\S+) HTTP\/1\.[01]\r\n/g;
 
-export async function startTcpProxy(target: { host: string; port: number }, rule?: DropRule): Promise<TcpProxy> {
+export async function startTcpProxy(
+  target: { host: string; port: number },
+  rule?: DropRule,
+): Promise<TcpProxy> {
   let current = rule;
   let matched = 0;
   let dropped = 0;
