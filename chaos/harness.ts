@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -88,7 +88,7 @@ export interface ChaosContext {
   serviceBus: ServiceBusEmulator;
   azurite: AzuriteInstance;
   proxy?: TcpProxy;
-  /** Ledgers of earlier remote-service incarnations are not needed: the services are never restarted. */
+  /** The remote services are never restarted, so their ledgers hold the whole run. */
   ledgers(): Record<'inventory' | 'payment' | 'shipping', LedgerSnapshot>;
   log: (line: string) => void;
 }
@@ -109,10 +109,27 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
   };
   const stack = await startStack({
     ports: { http: 0, serviceBus: 0, blob: 0, queue: 0, table: 0, inventory: 0, payment: 0, shipping: 0 },
-    dataDir,
     settings: { ...chaosSettings, ...options.settings },
     log: options.verbose ? log : undefined,
   });
+  // Not startStack's dataDir: that would also ask the emulator for persistence, which it does not
+  // implement yet. Only Azurite needs a folder (to be restarted with its tables), so the
+  // in-memory Azurite is swapped for one on a data folder, same ports, before any order exists.
+  let azurite = stack.azurite;
+  if (dataDir) {
+    const ports = {
+      blob: portOf(azurite.blobUrl!),
+      queue: portOf(azurite.queueUrl!),
+      table: portOf(azurite.tableUrl),
+    };
+    await azurite.stop();
+    mkdirSync(join(dataDir, 'azurite'), { recursive: true });
+    azurite = await startAzurite({
+      services: ['blob', 'queue', 'table'],
+      location: join(dataDir, 'azurite'),
+      ports,
+    });
+  }
   const store = await StateStore.open({
     kind: 'connectionString',
     connectionString: stack.env.StateStoreConnection,
@@ -126,7 +143,7 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
     refused: 0,
     extraHosts: [],
     serviceBus: stack.serviceBus,
-    azurite: stack.azurite,
+    azurite,
     ledgers: () => ({
       inventory: stack.remote.inventory.ledger(),
       payment: stack.remote.payment.ledger(),

@@ -120,7 +120,7 @@ function pad(s: string | number, width: number): string {
 }
 
 const header =
-  pad('scenario', 26) +
+  pad('scenario', 30) +
   pad('orders', 7) +
   pad('terminal', 9) +
   pad('lost', 5) +
@@ -142,7 +142,7 @@ function formatRow(r: ScenarioRow): string {
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   return (
-    pad(r.scenario, 26) +
+    pad(r.scenario, 30) +
     pad(x.orders, 7) +
     pad(x.terminal, 9) +
     pad(x.lost, 5) +
@@ -189,7 +189,7 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
       row = await runScenario(scenario, n, options.verbose ?? false);
     } catch (e) {
       violations += 1;
-      out(`${pad(scenario.name, 26)}FAILED TO RUN: ${(e as Error).stack ?? String(e)}`);
+      out(`${pad(scenario.name, 30)}FAILED TO RUN: ${(e as Error).stack ?? String(e)}`);
       continue;
     }
     rows.push(row);
