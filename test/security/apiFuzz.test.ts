@@ -224,19 +224,9 @@ test('listOrders with OData-shaped state, pageSize and (decodable) continuationT
   await fuzzListOrders(wellFormedToken);
 });
 
-test(
-  'listOrders with an arbitrary continuationToken: 400, never a 5xx',
-  {
-    todo:
-      'BUG (reported): a continuationToken that is not base64 JSON (e.g. "-", "abc", "AAAA") is a 500: ' +
-      'the table SDK throws a SyntaxError decoding it; the API should answer 400',
-  },
-  async () => {
-    await fuzzListOrders(
-      fc.oneof(fc.base64String({ maxLength: 60 }), fc.string({ maxLength: 30 }), odataish),
-    );
-  },
-);
+test('listOrders with an arbitrary continuationToken: 400, never a 5xx', async () => {
+  await fuzzListOrders(fc.oneof(fc.base64String({ maxLength: 60 }), fc.string({ maxLength: 30 }), odataish));
+});
 
 test('an OData-shaped Idempotency-Key names its own new order, never an existing one', async () => {
   const first = await invoke(
