@@ -168,8 +168,12 @@ export class ServiceBusTrigger {
   private client: ServiceBusClient | undefined;
   private receiver: ServiceBusReceiver | undefined;
   private subscription: { close(): Promise<void> } | undefined;
-  private readonly inFlight = new Set<ServiceBusReceivedMessage>();
+  private readonly inFlight = new Map<ServiceBusReceivedMessage, ServiceBusReceiver>();
   private readonly settled = new WeakSet<ServiceBusReceivedMessage>();
+  private stopping = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartDelayMs = 1000;
+  private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
     readonly config: ServiceBusTriggerConfig,
@@ -182,21 +186,28 @@ export class ServiceBusTrigger {
   }
 
   async start(): Promise<void> {
+    this.stopping = false;
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
     const { entity } = this.config;
-    this.client = await createServiceBusClient(this.config.connection);
+    const client = await createServiceBusClient(this.config.connection);
     const options = {
       receiveMode: 'peekLock' as const,
       // The host hands the raw body to the worker; the library decides about JSON.
       skipParsingBodyAsJson: true,
       maxAutoLockRenewalDurationInMs: this.config.maxAutoLockRenewalDurationMs,
     };
-    this.receiver =
+    const receiver =
       'queueName' in entity
-        ? this.client.createReceiver(entity.queueName, options)
-        : this.client.createReceiver(entity.topicName, entity.subscriptionName, options);
-    this.subscription = this.receiver.subscribe(
+        ? client.createReceiver(entity.queueName, options)
+        : client.createReceiver(entity.topicName, entity.subscriptionName, options);
+    this.client = client;
+    this.receiver = receiver;
+    this.subscription = receiver.subscribe(
       {
-        processMessage: (message) => this.process(message),
+        processMessage: (message) => this.process(message, receiver),
         processError: async (args) => {
           this.log({
             level: 'warning',
@@ -204,14 +215,75 @@ export class ServiceBusTrigger {
             functionName: this.name,
             message: `Service Bus receiver for ${describeEntity(entity)} (${args.errorSource}): ${args.error.message}`,
           });
+          // A receive-side error can leave the SDK's subscription dead (e.g. the broker went away
+          // and came back). The Azure host re-creates its listeners; so do we.
+          if (args.errorSource === 'receive') this.scheduleRestart();
         },
       },
       { autoCompleteMessages: false, maxConcurrentCalls: this.config.maxConcurrentCalls },
     );
+    this.watch(receiver);
   }
 
-  private async process(message: ServiceBusReceivedMessage): Promise<void> {
-    this.inFlight.add(message);
+  /**
+   * The SDK can also lose its receive link without reporting an error (seen when the broker
+   * restarts). Look at the link every few seconds; closed twice in a row means re-create. The
+   * link state is not public API, so where it cannot be read this does nothing.
+   */
+  private watch(receiver: ServiceBusReceiver): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    let closedChecks = 0;
+    this.watchdog = setInterval(() => {
+      const link = (receiver as unknown as { _streamingReceiver?: { isOpen?: () => boolean } })
+        ._streamingReceiver;
+      if (this.stopping || typeof link?.isOpen !== 'function') return;
+      closedChecks = link.isOpen() ? 0 : closedChecks + 1;
+      if (closedChecks >= 2) {
+        closedChecks = 0;
+        this.scheduleRestart();
+      }
+    }, 5_000);
+    this.watchdog.unref();
+  }
+
+  private scheduleRestart(): void {
+    if (this.restartTimer || this.stopping) return;
+    const delay = this.restartDelayMs;
+    this.restartDelayMs = Math.min(delay * 2, 30_000);
+    this.log({
+      level: 'warning',
+      category: 'host',
+      functionName: this.name,
+      message: `Re-creating the Service Bus receiver for ${describeEntity(this.config.entity)} in ${delay} ms`,
+    });
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      void this.restart();
+    }, delay);
+  }
+
+  private async restart(): Promise<void> {
+    if (this.stopping) return;
+    const old = { subscription: this.subscription, receiver: this.receiver, client: this.client };
+    await old.subscription?.close().catch(() => undefined);
+    await old.receiver?.close().catch(() => undefined);
+    await old.client?.close().catch(() => undefined);
+    if (this.stopping) return;
+    try {
+      await this.connect();
+    } catch (err) {
+      this.log({
+        level: 'warning',
+        category: 'host',
+        functionName: this.name,
+        message: `Could not re-create the receiver: ${(err as Error).message}`,
+      });
+      this.scheduleRestart();
+    }
+  }
+
+  private async process(message: ServiceBusReceivedMessage, receiver: ServiceBusReceiver): Promise<void> {
+    this.inFlight.set(message, receiver);
     try {
       let succeeded = true;
       try {
@@ -226,14 +298,19 @@ export class ServiceBusTrigger {
       }
       if (!this.config.autoCompleteMessages || this.settled.has(message)) return;
       this.settled.add(message);
-      await this.settle(message, succeeded ? 'complete' : 'abandon');
+      if (succeeded) this.restartDelayMs = 1000;
+      await this.settle(message, succeeded ? 'complete' : 'abandon', receiver);
     } finally {
       this.inFlight.delete(message);
     }
   }
 
-  private async settle(message: ServiceBusReceivedMessage, action: 'complete' | 'abandon'): Promise<void> {
-    const receiver = this.receiver;
+  /** Settles through the receiver that received the message (the only one that can). */
+  private async settle(
+    message: ServiceBusReceivedMessage,
+    action: 'complete' | 'abandon',
+    receiver: ServiceBusReceiver | undefined = this.receiver,
+  ): Promise<void> {
     if (!receiver) return;
     try {
       if (action === 'complete') await receiver.completeMessage(message);
@@ -251,14 +328,18 @@ export class ServiceBusTrigger {
 
   /** Stops receiving new messages; settlement of in-flight ones still works. */
   async stopReceiving(): Promise<void> {
+    this.stopping = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
     await this.subscription?.close();
   }
 
   /** After the grace period: abandon what is still running, then close the link and connection. */
   async close(): Promise<void> {
-    const leftovers = [...this.inFlight].filter((m) => !this.settled.has(m));
-    for (const message of leftovers) this.settled.add(message);
-    await Promise.all(leftovers.map((m) => this.settle(m, 'abandon')));
+    const leftovers = [...this.inFlight].filter(([m]) => !this.settled.has(m));
+    for (const [message] of leftovers) this.settled.add(message);
+    await Promise.all(leftovers.map(([m, receiver]) => this.settle(m, 'abandon', receiver)));
     await this.receiver?.close().catch(() => undefined);
     await this.client?.close().catch(() => undefined);
   }
