@@ -16,7 +16,9 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
       return [notifyCommand(state, now)];
     case 'Processing': {
       const i = find('Running');
-      return i >= 0 ? [dispatchCommand(workflow, state, i, 'do', 0)] : [];
+      if (i < 0) return [];
+      // The write that started step i also completed step i - 1: its event went out with it.
+      return [...stepCompletedBefore(state, i), dispatchCommand(workflow, state, i, 'do', 0)];
     }
     case 'Compensating': {
       const commands: Command[] = [];
@@ -35,7 +37,10 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
       return commands;
     }
     case 'Processed':
-      return [statusCommand(state, 'processed', state.updatedAt)];
+      return [
+        ...stepCompletedBefore(state, state.steps.length),
+        statusCommand(state, 'processed', state.updatedAt),
+      ];
     case 'Compensated':
       return [
         statusCommand(
@@ -52,4 +57,11 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
         statusCommand(state, 'error', state.updatedAt, undefined, state.errorDetail ?? undefined),
       ];
   }
+}
+
+/** The step-completed event of the step before index i, when that step did complete. */
+function stepCompletedBefore(state: OrderState, i: number): Command[] {
+  const previous = state.steps[i - 1];
+  if (!previous || previous.status !== 'Completed') return [];
+  return [statusCommand(state, 'step-completed', previous.completedAt ?? state.updatedAt, previous.name)];
 }

@@ -314,9 +314,15 @@ class Transition {
     this.s.errorDetail = null;
     this.s.scheduledFor = this.now;
     this.s.completeBy = addSeconds(this.now, this.policy.claimTimeoutSeconds);
-    // A step still Completed was never undone: its effect stands and is not repeated. Every other
-    // step runs again under the new run's idempotency key (the operator has resolved the cause).
-    this.s.steps = this.s.steps.map((st) => (st.status === 'Completed' ? st : freshStep(st.name, run)));
+    // A step still Completed was never undone: its effect stands and is not repeated. A step whose
+    // undo was refused (CompensationFailed) may have its effect too, or (if it was in doubt) may
+    // never have run: it runs again under its ORIGINAL run's idempotency key, so a service that
+    // did it answers from its record (no second charge) and one that did not does it once. Every
+    // other step runs again under the new run's key (the operator has resolved the cause).
+    this.s.steps = this.s.steps.map((st) => {
+      if (st.status === 'Completed') return st;
+      return freshStep(st.name, st.status === 'CompensationFailed' ? st.run : run);
+    });
     this.s.updatedAt = this.now;
     this.commands.push(notifyCommand(this.s, this.now));
     this.commands.push(statusCommand(this.s, 'received', this.now, undefined, `resubmitted by ${by}`));

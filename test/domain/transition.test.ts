@@ -422,7 +422,7 @@ test('operator resubmit: new run, fresh attempts, run-scoped idempotency keys, f
   );
 });
 
-test('resubmit keeps steps that are still Completed (their effect stands) and redoes the rest', () => {
+test('resubmit keeps Completed steps, reruns a refused undo under its old key, and redoes the rest', () => {
   let s = fx.Processing;
   s = apply(s, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 }, at(2)).state;
   s = apply(s, { type: 'StepSucceeded', step: 'payment', run: 1, attempt: 1 }, at(3)).state;
@@ -442,12 +442,17 @@ test('resubmit keeps steps that are still Completed (their effect stands) and re
     r.steps.map((x) => [x.status, x.run]),
     [
       ['Completed', 1],
-      ['NotStarted', 2],
+      // The refund was refused, so the run-1 charge may stand: charging again under the run-1
+      // key lets the payment service answer from its record instead of charging twice.
+      ['NotStarted', 1],
       ['NotStarted', 2],
     ],
   );
   const c = apply(r, { type: 'Claim', by: 'x' }, at(7));
-  assert.equal((c.commands[0] as DispatchStep).step, 'payment');
+  const dispatch = c.commands[0] as DispatchStep;
+  assert.equal(dispatch.step, 'payment');
+  assert.equal(dispatch.idempotencyKey, `${orderId}:payment`);
+  assert.equal(dispatch.messageId, `${orderId}:payment:1:do:run2`);
 });
 
 test('cancel while a step is running compensates that in-doubt step too', () => {
@@ -508,9 +513,16 @@ test('outstanding commands re-create exactly what the last transition sent', () 
       messageId: `${orderId}:process:backoff-retry:2`,
     },
   ]);
+  // A crash after the last step's write loses its step-completed event and the processed event.
   assert.deepEqual(
     outstandingCommands(orderWorkflow, fx.Processed, at(9)).map((c) => c.messageId),
-    [`${orderId}:status:processed`],
+    [`${orderId}:status:step-completed:shipping`, `${orderId}:status:processed`],
+  );
+  // ... and after a middle step's write, its step-completed event beside the next dispatch.
+  const mid = apply(fx.Processing, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 }, at(2));
+  assert.deepEqual(
+    outstandingCommands(orderWorkflow, mid.state, at(2)).map((c) => c.messageId),
+    mid.commands.map((c) => c.messageId),
   );
 });
 
