@@ -210,6 +210,47 @@ describe('operator actions and bad input through the stack', { concurrency: true
       }),
       413,
     );
+    // 413 also when the size is not declared (chunked upload).
+    const chunks = [
+      new TextEncoder().encode(big.slice(0, 40_000)),
+      new TextEncoder().encode(big.slice(40_000)),
+    ];
+    const streamed = await fetch(`${stack.baseUrl}/orders`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-functions-key': stack.functionKey,
+        'idempotency-key': key(),
+      },
+      body: new ReadableStream({
+        pull(controller) {
+          const next = chunks.shift();
+          if (next) controller.enqueue(next);
+          else controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(streamed.status, 413, await streamed.text());
+    // 400 for nesting deeper than the limit, an empty body, and a body that is not an object.
+    expectProblem(
+      await api.call('POST', '/orders', {
+        raw: '['.repeat(100) + ']'.repeat(100),
+        headers: { 'content-type': 'application/json', 'idempotency-key': key() },
+      }),
+      400,
+    );
+    expectProblem(
+      await api.call('POST', '/orders', {
+        raw: '',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key() },
+      }),
+      400,
+    );
+    expectProblem(
+      await api.call('POST', '/orders', { body: [orderBody()], headers: { 'idempotency-key': key() } }),
+      400,
+    );
     // 415 not JSON.
     expectProblem(
       await api.call('POST', '/orders', {
