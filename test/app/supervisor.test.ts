@@ -14,6 +14,7 @@ import {
   startInfra,
   submitted,
   type Infra,
+  writeOnly,
   type TestDeps,
 } from './direct.js';
 
@@ -158,5 +159,45 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     assert.equal(notes.length, 1);
     await deliver(deps, notes[0].body);
     assert.equal((await load(deps, orderId)).state.processState, 'Processing');
+  });
+
+  it('crash after the give-up was written, before its alert and undo went out: the operator is still alerted', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId));
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
+    // Two timeouts handled normally, the third (hard threshold) written by a Supervisor that then died.
+    for (let n = 1; n <= 2; n++) {
+      deps.clock.advanceSeconds(61 + 30);
+      assert.equal((await sweep(deps)).retried, 1);
+      await deliver(deps, processOrder(orderId, n === 1 ? 'retry' : 'backoff-retry'));
+    }
+    deps.clock.advanceSeconds(61);
+    const written = await writeOnly(deps, orderId, { type: 'TimedOut' });
+    assert.equal(written.state.processState, 'Compensating');
+    assert.equal(written.state.errorCode, 'GaveUp');
+    assert.equal(
+      (await held(infra, queues.operatorAlerts, orderId)).length,
+      0,
+      'the alert was lost with the process',
+    );
+
+    // The lost undo times out; the next sweep sends it again, and the undo runs to the end.
+    deps.clock.advanceSeconds(61);
+    await sweep(deps);
+    const undo = (await held(infra, queues.paymentAgent, orderId)).filter(
+      (m) => m.subject === 'payment:compensate',
+    );
+    assert.deepEqual(
+      undo.map((m) => m.body.attempt),
+      [2],
+    );
+    await deliver(deps, reply(orderId, 'payment', 2, 'succeeded', 'compensate'));
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded', 'compensate'));
+    const { state } = await load(deps, orderId);
+    assert.equal(state.processState, 'Error');
+    const alerts = await held(infra, queues.operatorAlerts, orderId);
+    assert.equal(alerts.length, 1, 'an order in Error always has its operator alert');
+    assert.match(alerts[0].body.reason, /^GaveUp/);
   });
 });
