@@ -201,6 +201,39 @@ describe('order flows through the stack', { concurrency: true }, () => {
     assert.equal(effectsFor('payment', orderId).length, 1, 'one order, one charge');
   });
 
+  it('a lost reply (effect done, answer dropped) and throttling are absorbed: one charge, one reservation', async () => {
+    const orderId = await api.place(['SKU-1', 'FAULT:payment:lost-reply:1', 'FAULT:inventory:throttle:2']);
+    const view = await api.until(orderId, terminal);
+    assert.equal(view.processState, 'Processed', JSON.stringify(view));
+    const charges = effectsFor('payment', orderId);
+    assert.equal(charges.length, 1);
+    assert.ok(charges[0].duplicatesAbsorbed >= 1, 'the retry was answered from the record');
+    assert.equal(effectsFor('inventory', orderId).length, 1);
+  });
+
+  it('a permanent error at step 3 undoes steps 2 and 1 in reverse order, each once, through transient undo errors', async () => {
+    const orderId = await api.place([
+      'SKU-1',
+      'FAULT:shipping:permanent',
+      'FAULT:payment:compensation-transient:2',
+    ]);
+    const view = await api.until(orderId, terminal);
+    assert.equal(view.processState, 'Compensated', JSON.stringify(view));
+    assert.deepEqual(
+      view.steps.map((s) => s.status),
+      ['Compensated', 'Compensated', 'Failed'],
+    );
+    const refunds = compensationsFor('payment', orderId);
+    const releases = compensationsFor('inventory', orderId);
+    assert.equal(refunds.length, 1);
+    assert.equal(releases.length, 1);
+    assert.ok(
+      Date.parse(refunds[0].compensatedAt) <= Date.parse(releases[0].compensatedAt),
+      'refund before release',
+    );
+    assert.equal(effectsFor('shipping', orderId).length, 0);
+  });
+
   it('the operator list pages through Processed orders with its next link', async () => {
     const ids = await Promise.all([1, 2, 3].map(() => api.place(['SKU-L'])));
     await Promise.all(ids.map((id) => api.until(id, terminal)));
