@@ -296,4 +296,35 @@ describe('operator actions and bad input through the stack', { concurrency: true
       assert.equal((await api.get(orderId)).status, 404);
     }
   });
+
+  it('a poison message on the scheduler queue is dead-lettered by the host after MaxDeliveryCount, with one alert', async () => {
+    const orderId = randomUUID();
+    const messageId = `poison-${orderId}`;
+    const sender = bus.createSender('scheduler');
+    await sender.sendMessages({
+      messageId,
+      correlationId: orderId,
+      body: { type: 'process-order', orderId },
+    });
+    await sender.close();
+    const dlq = bus.createReceiver('scheduler', { subQueueType: 'deadLetter' });
+    try {
+      const dead = await waitFor('the poison message in the dead-letter queue', async () => {
+        const got = await dlq.receiveMessages(10, { maxWaitTimeInMs: 1000 });
+        const mine = got.find((m) => m.messageId === messageId);
+        for (const m of got) if (m !== mine) await dlq.abandonMessage(m);
+        return mine;
+      });
+      assert.equal(dead.deliveryCount, 10);
+      assert.equal(dead.body.orderId, orderId);
+      await dlq.completeMessage(dead);
+    } finally {
+      await dlq.close();
+    }
+    const alert = await waitFor('poison alert', () => alerts.for(orderId)[0]);
+    assert.equal(alert.subject, 'PoisonMessage');
+    assert.match(alert.body.reason, /reason/);
+    assert.equal(alerts.for(orderId).length, 1, 'one alert for ten deliveries');
+    assert.equal(await store.load(orderId), null, 'no phantom order');
+  });
 });
