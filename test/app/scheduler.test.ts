@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
-import { dispatchMessageId } from '../../shared/domain/index.js';
+import { randomUUID } from 'node:crypto';
+import { HttpRequest } from '@azure/functions';
+import { decide, dispatchMessageId, orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
+import { requestHash, submitOrder } from '../../shared/http/orderApi.js';
+import { parseOrderRequest } from '../../shared/orders/orderRequest.js';
+import { orderBody } from './helpers.js';
 import { queues } from '../../shared/messaging/entities.js';
 import {
   context,
@@ -213,5 +218,45 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     await deliver(deps, processOrder(ghost));
     assert.equal(await deps.store.load(ghost), null, 'no phantom order');
     assert.equal((await held(infra, queues.inventoryAgent, ghost)).length, 0);
+  });
+
+  it('crash after a submission was written, before its process-order went out: the retried POST sends it', async () => {
+    const deps = await freshDeps(infra);
+    const key = `retry-${randomUUID()}`;
+    const body = orderBody(['SKU-1']);
+    const orderId = orderIdFromIdempotencyKey(key);
+    // The first POST's write, as submitOrder makes it; its process died before sending.
+    const parsed = parseOrderRequest(body);
+    assert.ok(parsed.ok);
+    const order = {
+      orderId,
+      ...parsed.value,
+      requestHash: requestHash(parsed.value),
+      createdAt: deps.clock.now(),
+    };
+    const d = decide(deps.workflow, null, { type: 'Submit', orderId }, deps.clock.now(), deps.policy);
+    await deps.store.submit(order, d.state);
+    assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
+
+    const post = () =>
+      submitOrder(
+        deps,
+        new HttpRequest({
+          method: 'POST',
+          url: 'http://127.0.0.1/api/orders',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: { string: JSON.stringify(body) },
+        }),
+        context('submitOrder'),
+      );
+    const res = await post();
+    assert.equal(res.status, 202);
+    assert.equal((res.jsonBody as { orderId: string }).orderId, orderId);
+    await post();
+    const notes = await held(infra, queues.scheduler, orderId);
+    assert.equal(notes.length, 1, 'sent once; the second retry was absorbed');
+    assert.equal(notes[0].body.type, 'process-order');
+    await deliver(deps, notes[0].body);
+    assert.equal((await load(deps, orderId)).state.processState, 'Processing');
   });
 });
