@@ -4,6 +4,7 @@ import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
 import { randomUUID } from 'node:crypto';
 import { HttpRequest } from '@azure/functions';
+import Long from 'long';
 import { decide, dispatchMessageId, orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
 import { requestHash, submitOrder } from '../../shared/http/orderApi.js';
 import { parseOrderRequest } from '../../shared/orders/orderRequest.js';
@@ -259,4 +260,31 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     await deliver(deps, notes[0].body);
     assert.equal((await load(deps, orderId)).state.processState, 'Processing');
   });
+
+  // Left in place, skipped: the fix belongs in shared/domain/outstanding.ts (not this helper's to
+  // edit; see the report). outstandingCommands() for a Processing order re-sends the dispatch only,
+  // so the step-completed status event written with the same transition is lost in a crash.
+  const lostStatusBug =
+    'domain gap: outstandingCommands(Processing) does not re-send step-completed status events (shared/domain/outstanding.ts)';
+  it(
+    `SKIPPED (${lostStatusBug}): crash after a step completion: the redelivered reply also publishes its status event`,
+    { skip: lostStatusBug },
+    async () => {
+      const deps = await freshDeps(infra);
+      const orderId = await submitted(deps);
+      await deliver(deps, processOrder(orderId));
+      await writeOnly(deps, orderId, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 });
+      await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
+      const receiver = infra.client.createReceiver('order-status', 'all');
+      try {
+        const events = await receiver.peekMessages(1000, { fromSequenceNumber: Long.fromNumber(0) });
+        const mine = events
+          .filter((m) => m.correlationId === orderId)
+          .map((m) => `${m.body.event}:${m.body.step ?? ''}`);
+        assert.ok(mine.includes('step-completed:inventory'), mine.join(','));
+      } finally {
+        await receiver.close();
+      }
+    },
+  );
 });
