@@ -21,6 +21,11 @@ export interface AzuriteOptions {
   host?: '127.0.0.1';
   /** How long to wait for Azurite to listen. */
   startTimeoutMs?: number;
+  /**
+   * Run in its own process group, so a terminal's Ctrl-C reaches only the parent, which then
+   * stops Azurite after the functions host (npm start). The exit hook still kills it.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface AzuriteInstance {
@@ -51,6 +56,8 @@ function installExitHook(): void {
   process.on('exit', killAll);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
+      // A program with its own shutdown (npm start) stops Azurite itself, in order.
+      if (process.listenerCount(signal) > 0) return;
       killAll();
       process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1));
     });
@@ -84,6 +91,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   const child = spawn(process.execPath, args, {
     cwd: options.location ?? scratch,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
   });
   live.add(child);
 

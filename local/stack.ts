@@ -52,8 +52,14 @@ export const localAppSettings: Record<string, string> = {
 
 export interface StackOptions {
   ports?: Partial<StackPorts>;
-  /** Folder for Azurite's and the emulator's data; in memory when absent. */
+  /** Folder for Azurite's data (and the emulator's, with persistServiceBus); in memory when absent. */
   dataDir?: string;
+  /**
+   * Also keep Service Bus messages in dataDir. Off by default: the emulator does not persist yet
+   * (like Microsoft's). Orders survive anyway, because they live in Table Storage and the
+   * Supervisor re-drives every in-flight order whose messages were lost once its complete-by passes.
+   */
+  persistServiceBus?: boolean;
   /** The function app's root (package.json with `main`, host.json). Default: this repo. */
   appRoot?: string;
   /** App settings over localAppSettings (e.g. a short STEP_TIMEOUT_SECONDS for tests). */
@@ -62,6 +68,12 @@ export interface StackOptions {
   remoteFaults?: FaultSettings;
   /** Lines from every part, prefixed with the part's name. */
   log?: (line: string) => void;
+  /**
+   * Child processes (Azurite, the host) in their own process groups, so a terminal's Ctrl-C
+   * reaches only this process and it can stop them in order (npm start). The caller must then
+   * stop the stack on SIGINT/SIGTERM/SIGHUP itself.
+   */
+  ownProcessGroups?: boolean;
 }
 
 export interface Stack {
@@ -106,14 +118,17 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     let busDir: string | undefined;
     if (options.dataDir) {
       azuriteDir = join(options.dataDir, 'azurite');
-      busDir = join(options.dataDir, 'servicebus');
       mkdirSync(azuriteDir, { recursive: true });
-      mkdirSync(busDir, { recursive: true });
+      if (options.persistServiceBus) {
+        busDir = join(options.dataDir, 'servicebus');
+        mkdirSync(busDir, { recursive: true });
+      }
     }
     const azurite = await startAzurite({
       services: ['blob', 'queue', 'table'],
       location: azuriteDir,
       ports: { blob: ports.blob, queue: ports.queue, table: ports.table },
+      ownProcessGroup: options.ownProcessGroups,
     });
     started.push(() => azurite.stop());
     log(`[azurite] tables ${azurite.tableUrl}`);
@@ -154,6 +169,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         env,
         httpPort,
         onLine: (line) => log(`[host] ${line}`),
+        ownProcessGroup: options.ownProcessGroups,
       });
       httpPort = host.httpPort; // a restart reuses the port the first start got
       env.FUNCTIONS_LOCAL_KEY = host.functionKey;

@@ -1,5 +1,5 @@
 // Runs the compiled tests with node's own test runner.
-// Usage: node scripts/run-tests.mjs [folder under the repo root ...]
+// Usage: node scripts/run-tests.mjs [folder or compiled test file under dist/, as a repo path ...]
 // Node 20's runner takes no globs, so the files are listed here.
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -17,6 +17,10 @@ const roots = folders.length ? folders.map((f) => join(dist, f)) : [dist];
 
 function walk(dir, out) {
   if (!existsSync(dir)) return out;
+  if (!statSync(dir).isDirectory()) {
+    if (dir.endsWith('.test.js')) out.push(dir);
+    return out;
+  }
   for (const name of readdirSync(dir)) {
     const full = join(dir, name);
     if (statSync(full).isDirectory()) walk(full, out);

@@ -5,5 +5,7 @@ export async function attachPersistence(
   _dir: string,
   _log: (line: string) => void,
 ): Promise<{ close(): Promise<void> }> {
-  throw new Error('--data is not implemented yet');
+  throw new Error(
+    "--data (persistence across restarts) is not implemented by this emulator yet; run without it (messages are kept in memory, as in Microsoft's emulator)",
+  );
 }

@@ -16,6 +16,8 @@ export interface SpawnLocalHostOptions {
   readyTimeoutMs?: number;
   /** Every line the child prints (stdout and stderr). */
   onLine?: (line: string) => void;
+  /** Own process group: a terminal's Ctrl-C then reaches only the parent, which stops the host. */
+  ownProcessGroup?: boolean;
 }
 
 export interface SpawnedLocalHost {
@@ -42,6 +44,7 @@ export async function spawnLocalHost(options: SpawnLocalHostOptions): Promise<Sp
   const child = spawn(process.execPath, ['--enable-source-maps', ...args], {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
   });
   const output: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -1,5 +1,5 @@
 import { loadCockatiel, type Cockatiel } from './cockatiel.js';
-import { TransientRemoteError } from './remoteCallErrors.js';
+import { InterruptedAttemptError, TransientRemoteError } from './remoteCallErrors.js';
 
 /**
  * One circuit breaker per remote service (base URL) per process, shared by every call the Agent
@@ -35,12 +35,17 @@ function keyOf(baseUrl: string, settings: BreakerSettings): string {
 }
 
 export async function breakerFor(baseUrl: string, settings: BreakerSettings): Promise<BreakerEntry> {
-  const { circuitBreaker, handleType, ConsecutiveBreaker } = await loadCockatiel();
+  const { circuitBreaker, handleWhen, ConsecutiveBreaker } = await loadCockatiel();
   const key = keyOf(baseUrl, settings);
   let entry = breakers.get(key);
   if (!entry) {
     // Only transient failures say the service is unwell; a permanent 4xx is a healthy answer.
-    const policy = circuitBreaker(handleType(TransientRemoteError), {
+    // An attempt cut off by our own complete-by says nothing about the service's health: counting
+    // it would let a few hung calls open the circuit and starve the Supervisor's retries.
+    const serviceFailure = handleWhen(
+      (e) => e instanceof TransientRemoteError && !(e instanceof InterruptedAttemptError),
+    );
+    const policy = circuitBreaker(serviceFailure, {
       breaker: new ConsecutiveBreaker(settings.threshold),
       halfOpenAfter: settings.halfOpenAfterMs,
     });

@@ -61,6 +61,16 @@ export interface OrderState {
   steps: StepState[];
 }
 
+/** Every process state, in the order an order usually passes through them. */
+export const processStates: readonly ProcessState[] = [
+  'Pending',
+  'Processing',
+  'Processed',
+  'Compensating',
+  'Compensated',
+  'Error',
+];
+
 export const terminalStates: readonly ProcessState[] = ['Processed', 'Compensated', 'Error'];
 
 export function isTerminal(state: ProcessState): boolean {

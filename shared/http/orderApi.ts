@@ -5,10 +5,10 @@ import {
   isOrderId,
   orderIdFromIdempotencyKey,
   outstandingCommands,
+  processStates,
   type Order,
   type OrderEvent,
   type OrderState,
-  type ProcessState,
 } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
@@ -16,7 +16,7 @@ import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
 import { orderSummary, orderView } from '../orders/orderView.js';
-import { OrderAlreadyExists } from '../stateStore/errors.js';
+import { OrderAlreadyExists, type StoredOrder } from '../stateStore/index.js';
 import { readJsonBody } from './jsonBody.js';
 import { problem, problemTypes, validationProblem } from './problem.js';
 
@@ -25,18 +25,30 @@ import { problem, problemTypes, validationProblem } from './problem.js';
  * their dependencies, so tests drive them directly and functions/*.ts only register them.
  */
 
-const processStates: readonly ProcessState[] = [
-  'Pending',
-  'Processing',
-  'Processed',
-  'Compensating',
-  'Compensated',
-  'Error',
-];
 const idempotencyKeyPattern = /^[\x21-\x7e]{1,200}$/;
 const continuationTokenPattern = /^[A-Za-z0-9_\-.~+/=]{1,2048}$/;
 /** Seconds a client should wait before polling the status URL. */
 const retryAfterSeconds = 2;
+
+/**
+ * A token this API handed out: base64 of the table SDK's `{nextPartitionKey, nextRowKey}`. Anything
+ * else is refused here, because the SDK would throw decoding it (a 500 instead of a 400).
+ */
+export function isTableContinuationToken(token: string): boolean {
+  if (!continuationTokenPattern.test(token)) return false;
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(token, 'base64').toString('utf8'));
+    if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) return false;
+    const entries = Object.entries(decoded);
+    return (
+      entries.length > 0 &&
+      entries.every(([k, v]) => (k === 'nextPartitionKey' || k === 'nextRowKey') && typeof v === 'string') &&
+      typeof (decoded as { nextPartitionKey?: unknown }).nextPartitionKey === 'string'
+    );
+  } catch {
+    return false;
+  }
+}
 
 function statusUrl(request: HttpRequest, orderId: string): string {
   const url = new URL(request.url);
@@ -115,6 +127,12 @@ export async function submitOrder(
   const orderId = key !== null ? orderIdFromIdempotencyKey(key) : randomUUID();
   const log = logger(context, { actor: 'submission', orderId });
   const order: Order = { orderId, ...parsed.value, requestHash: requestHash(parsed.value), createdAt: now };
+  const recorded = key !== null ? await deps.store.load(orderId) : null;
+  if (recorded) {
+    // A replay: answer from what is recorded without writing anything (not even the index row
+    // that a first submission writes before its transaction).
+    return replayedSubmission(deps, request, order, log, recorded);
+  }
   const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
   try {
     await deps.store.submit(order, decision.state);
@@ -133,8 +151,9 @@ async function replayedSubmission(
   request: HttpRequest,
   order: Order,
   log: Logger,
+  recorded?: StoredOrder,
 ): Promise<HttpResponseInit> {
-  const existing = await deps.store.load(order.orderId);
+  const existing = recorded ?? (await deps.store.load(order.orderId));
   if (!existing) throw new Error(`order ${order.orderId} exists but cannot be read`);
   if (existing.order.requestHash !== order.requestHash) {
     return problem(
@@ -197,7 +216,7 @@ export async function listOrders(
     );
   }
   const token = request.query.get('continuationToken') ?? undefined;
-  if (token !== undefined && !continuationTokenPattern.test(token)) {
+  if (token !== undefined && !isTableContinuationToken(token)) {
     return problem(
       400,
       problemTypes.validation,

@@ -3,7 +3,7 @@ import type { TokenCredential } from '@azure/identity';
 import type { StateStoreConnection } from '../config/settings.js';
 import type { Order } from '../domain/order.js';
 import { assertOrderId } from '../domain/orderId.js';
-import { isTerminal, type OrderState, type ProcessState } from '../domain/state.js';
+import { isTerminal, processStates, type OrderState, type ProcessState } from '../domain/state.js';
 import type { Decision } from '../domain/transition.js';
 import { ensureTable, tableClient } from './clients.js';
 import {
@@ -52,15 +52,6 @@ export interface Page<T> {
   /** Present when there may be more; pass it back to continue. */
   continuationToken?: string;
 }
-
-const processStates: readonly ProcessState[] = [
-  'Pending',
-  'Processing',
-  'Processed',
-  'Compensating',
-  'Compensated',
-  'Error',
-];
 
 /**
  * The state store on Azure Table Storage. One partition per order; every write that changes an

@@ -76,3 +76,16 @@ test('a failed half-open probe reopens the circuit', async () => {
   assert.equal(probe.outcome, 'deadline-passed');
   assert.deepEqual(circuitStatesFor(inventory.url), ['open']);
 });
+
+test('calls cut off by their own complete-by do not open the circuit', async () => {
+  resetCircuitBreakers();
+  // More hung calls in a row than the threshold, each ended by its deadline, not by the service.
+  for (let i = 0; i < 3; i++) {
+    const hung = await reserve(newOrderId(), ['FAULT:inventory:hang:1'], 300);
+    assert.equal(hung.outcome, 'deadline-passed');
+  }
+  assert.deepEqual(circuitStatesFor(inventory.url), ['closed']);
+  const healthy = await reserve(newOrderId(), [], 5_000);
+  assert.equal(healthy.outcome, 'succeeded');
+  assert.equal(healthy.attempts, 1);
+});

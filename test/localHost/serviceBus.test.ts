@@ -19,7 +19,7 @@ const emulatorConfig = {
             Properties: {
               DeadLetteringOnMessageExpiration: false,
               DefaultMessageTimeToLive: 'PT1H',
-              DuplicateDetectionHistoryTimeWindow: 'PT10M',
+              DuplicateDetectionHistoryTimeWindow: 'PT5M',
               ForwardDeadLetteredMessagesTo: '',
               ForwardTo: '',
               LockDuration: 'PT5S',

@@ -1,0 +1,425 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ServiceBusClient } from '@azure/service-bus';
+import { startStack, type Stack } from '../local/stack.js';
+import { startAzurite, type AzuriteInstance } from '../local/azurite.js';
+import { spawnLocalHost, type SpawnedLocalHost } from '../local/host/index.js';
+import { startServiceBusEmulator, type ServiceBusEmulator } from '../emulators/servicebus/index.js';
+import {
+  decide,
+  isTerminal,
+  makePolicy,
+  orderIdFromIdempotencyKey,
+  orderWorkflow,
+  type Order,
+  type OrderState,
+} from '../shared/domain/index.js';
+import { StateStore } from '../shared/stateStore/index.js';
+import { queues, topics } from '../shared/messaging/entities.js';
+import type { LedgerSnapshot } from '../local/remoteServices/index.js';
+import { startTcpProxy, type TcpProxy } from './tcpProxy.js';
+
+/**
+ * What a chaos scenario works with: the local stack (the host a child process, Azurite a child
+ * process, the emulator and the demo services in this process), a state store client of its own
+ * to read the truth, and the bookkeeping of what it submitted and when.
+ */
+export const repoRoot = resolve(__dirname, '..', '..');
+
+/** The app settings every scenario runs with (short, so a quick run stays quick). */
+export const chaosSettings = {
+  STEP_TIMEOUT_SECONDS: '3',
+  SUPERVISOR_SCHEDULE: '*/1 * * * * *',
+  FAILURE_SOFT_THRESHOLD: '2',
+  FAILURE_HARD_THRESHOLD: '4',
+  EXTENDED_BACKOFF_SECONDS: '2',
+};
+
+export interface Bound {
+  seconds: number;
+  formula: string;
+}
+
+/**
+ * Invariant 1's bound: step timeout x (hard threshold + steps) + sweep interval + margin, where
+ * each of those timeouts may also wait a sweep interval to be noticed and the retries past the soft
+ * threshold wait the extended back-off. Outages a scenario causes on purpose are added on top.
+ */
+export function lostOrderBound(settings: Record<string, string>, steps: number, outageSeconds = 0): Bound {
+  const timeout = Number(settings.STEP_TIMEOUT_SECONDS);
+  const soft = Number(settings.FAILURE_SOFT_THRESHOLD);
+  const hard = Number(settings.FAILURE_HARD_THRESHOLD);
+  const backoff = Number(settings.EXTENDED_BACKOFF_SECONDS);
+  const sweep = 1; // SUPERVISOR_SCHEDULE every second
+  const margin = 15; // host start-up, a loaded 2-core machine
+  const timeouts = hard + steps;
+  const seconds = timeouts * (timeout + sweep) + (hard - soft) * backoff + sweep + margin + outageSeconds;
+  return {
+    seconds,
+    formula:
+      `(hard ${hard} + steps ${steps}) x (step timeout ${timeout}s + sweep ${sweep}s) + ` +
+      `(hard - soft ${soft}) x back-off ${backoff}s + sweep ${sweep}s + margin ${margin}s` +
+      (outageSeconds ? ` + outage ${outageSeconds}s` : '') +
+      ` = ${seconds}s`,
+  };
+}
+
+export interface Submitted {
+  orderId: string;
+  at: number;
+  /** Written through the store without any message (a simulated crash after the write). */
+  viaStore: boolean;
+  skus: string[];
+}
+
+export interface ChaosContext {
+  stack: Stack;
+  store: StateStore;
+  dataDir?: string;
+  submitted: Map<string, Submitted>;
+  /** Order ids of every POST sent (acknowledged or not): anything else in the table is a phantom. */
+  attempted: Set<string>;
+  /** POSTs that got no 202 (host down, 503): not acknowledged, so not owed a terminal state. */
+  refused: number;
+  extraHosts: SpawnedLocalHost[];
+  /** The emulator / Azurite currently running (they change when a scenario restarts them). */
+  serviceBus: ServiceBusEmulator;
+  azurite: AzuriteInstance;
+  proxy?: TcpProxy;
+  /** The remote services are never restarted, so their ledgers hold the whole run. */
+  ledgers(): Record<'inventory' | 'payment' | 'shipping', LedgerSnapshot>;
+  log: (line: string) => void;
+}
+
+export interface ContextOptions {
+  persistent?: boolean;
+  settings?: Record<string, string>;
+  verbose?: boolean;
+}
+
+export async function openContext(options: ContextOptions = {}): Promise<ChaosContext> {
+  const dataDir = options.persistent ? mkdtempSync(join(tmpdir(), 'chaos-')) : undefined;
+  const lines: string[] = [];
+  const log = (line: string): void => {
+    if (options.verbose) process.stderr.write(`${line}\n`);
+    lines.push(line);
+    if (lines.length > 2000) lines.shift();
+  };
+  const stack = await startStack({
+    ports: { http: 0, serviceBus: 0, blob: 0, queue: 0, table: 0, inventory: 0, payment: 0, shipping: 0 },
+    settings: { ...chaosSettings, ...options.settings },
+    log: options.verbose ? log : undefined,
+  });
+  // Not startStack's dataDir: that would also ask the emulator for persistence, which it does not
+  // implement yet. Only Azurite needs a folder (to be restarted with its tables), so the
+  // in-memory Azurite is swapped for one on a data folder, same ports, before any order exists.
+  let azurite = stack.azurite;
+  if (dataDir) {
+    const ports = {
+      blob: portOf(azurite.blobUrl!),
+      queue: portOf(azurite.queueUrl!),
+      table: portOf(azurite.tableUrl),
+    };
+    await azurite.stop();
+    mkdirSync(join(dataDir, 'azurite'), { recursive: true });
+    azurite = await startAzurite({
+      services: ['blob', 'queue', 'table'],
+      location: join(dataDir, 'azurite'),
+      ports,
+    });
+  }
+  const store = await StateStore.open({
+    kind: 'connectionString',
+    connectionString: stack.env.StateStoreConnection,
+  });
+  return {
+    stack,
+    store,
+    dataDir,
+    submitted: new Map(),
+    attempted: new Set(),
+    refused: 0,
+    extraHosts: [],
+    serviceBus: stack.serviceBus,
+    azurite,
+    ledgers: () => ({
+      inventory: stack.remote.inventory.ledger(),
+      payment: stack.remote.payment.ledger(),
+      shipping: stack.remote.shipping.ledger(),
+    }),
+    log,
+  };
+}
+
+export async function closeContext(ctx: ChaosContext): Promise<void> {
+  for (const h of ctx.extraHosts) await h.kill('SIGKILL').catch(() => undefined);
+  await ctx.stack.killHost('SIGKILL').catch(() => undefined);
+  await ctx.proxy?.close().catch(() => undefined);
+  if (ctx.serviceBus !== ctx.stack.serviceBus) await ctx.serviceBus.stop().catch(() => undefined);
+  if (ctx.azurite !== ctx.stack.azurite) await ctx.azurite.stop().catch(() => undefined);
+  await ctx.stack.stop();
+  if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
+}
+
+export const address = {
+  name: 'Chaos Tester',
+  line1: 'Main St 1',
+  city: 'Berlin',
+  postalCode: '10115',
+  country: 'DE',
+};
+
+export function orderBody(skus: string[]): Record<string, unknown> {
+  return {
+    customerId: 'chaos-customer',
+    items: [
+      { sku: 'SKU-1', quantity: 1, unitPrice: 10 },
+      ...skus.map((sku) => ({ sku, quantity: 1, unitPrice: 0 })),
+    ],
+    shippingAddress: address,
+  };
+}
+
+/**
+ * POSTs one order like a careful client: one Idempotency-Key, retried on a network error or a
+ * 5xx (the host may be down), so a submission that was written but not answered is found again.
+ * Recorded as acknowledged only after a 202.
+ */
+export async function submitOrder(
+  ctx: ChaosContext,
+  skus: string[],
+  baseUrl?: string,
+): Promise<string | undefined> {
+  const key = randomUUID();
+  ctx.attempted.add(orderIdFromIdempotencyKey(key));
+  for (let attempt = 1; attempt <= 8; attempt++) {
+    const base = baseUrl ?? ctx.stack.host()?.baseUrl ?? ctx.stack.baseUrl;
+    try {
+      const res = await fetch(`${base}/orders`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-functions-key': ctx.stack.env.FUNCTIONS_LOCAL_KEY ?? ctx.stack.functionKey,
+          'idempotency-key': key,
+        },
+        body: JSON.stringify(orderBody(skus)),
+        signal: AbortSignal.timeout(15_000),
+      });
+      const body = (await res.json().catch(() => ({}))) as { orderId?: string };
+      if (res.status === 202 && typeof body.orderId === 'string') {
+        ctx.submitted.set(body.orderId, { orderId: body.orderId, at: Date.now(), viaStore: false, skus });
+        return body.orderId;
+      }
+      if (res.status < 500) break;
+    } catch {
+      // host down or connection reset: retry with the same key
+    }
+    await sleep(1000);
+  }
+  ctx.refused += 1;
+  return undefined;
+}
+
+/**
+ * A submission whose process died after the transaction and before its process-order message:
+ * the same decide + StateStore.submit the API runs, and then nothing. Only the Supervisor can
+ * notice it (the claim complete-by passes).
+ */
+export async function submitWithoutMessage(ctx: ChaosContext, skus: string[]): Promise<string> {
+  const orderId = randomUUID();
+  const now = new Date();
+  const policy = makePolicy({
+    stepTimeoutSeconds: Number(chaosSettings.STEP_TIMEOUT_SECONDS),
+    failureSoftThreshold: Number(chaosSettings.FAILURE_SOFT_THRESHOLD),
+    failureHardThreshold: Number(chaosSettings.FAILURE_HARD_THRESHOLD),
+    extendedBackoffSeconds: Number(chaosSettings.EXTENDED_BACKOFF_SECONDS),
+  });
+  const body = orderBody(skus) as Pick<Order, 'customerId' | 'items' | 'shippingAddress'>;
+  const order: Order = { orderId, ...body, requestHash: 'chaos-direct', createdAt: now };
+  const decision = decide(orderWorkflow, null, { type: 'Submit', orderId }, now, policy);
+  await ctx.store.submit(order, decision.state);
+  ctx.attempted.add(orderId);
+  ctx.submitted.set(orderId, { orderId, at: now.getTime(), viaStore: true, skus });
+  return orderId;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Loads every submitted order until all are terminal or the deadline passes. */
+export async function drain(
+  ctx: ChaosContext,
+  deadlineMs: number,
+  observe?: (s: OrderState) => void,
+): Promise<Map<string, OrderState>> {
+  const finals = new Map<string, OrderState>();
+  const open = new Set(ctx.submitted.keys());
+  for (;;) {
+    for (const orderId of [...open]) {
+      try {
+        const loaded = await ctx.store.load(orderId);
+        if (!loaded) continue;
+        observe?.(loaded.state);
+        finals.set(orderId, loaded.state);
+        if (isTerminal(loaded.state.processState)) open.delete(orderId);
+      } catch {
+        // Azurite may be restarting: try again next round.
+      }
+    }
+    if (open.size === 0 || Date.now() > deadlineMs) return finals;
+    await sleep(500);
+  }
+}
+
+/** Every partition of the Orders table (each is one order). */
+export async function listAllOrderIds(ctx: ChaosContext): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for await (const row of ctx.store.orders.listEntities({
+    queryOptions: { select: ['PartitionKey', 'RowKey'] },
+  })) {
+    ids.add(String(row.partitionKey));
+  }
+  return ids;
+}
+
+export interface PeekedMessage {
+  entity: string;
+  messageId?: string;
+  orderId?: string;
+  body: unknown;
+  deadLetterReason?: string;
+}
+
+function orderIdOf(body: unknown, correlationId: unknown): string | undefined {
+  if (body && typeof body === 'object' && typeof (body as { orderId?: unknown }).orderId === 'string') {
+    return (body as { orderId: string }).orderId;
+  }
+  if (typeof body === 'string') {
+    try {
+      return orderIdOf(JSON.parse(body), correlationId);
+    } catch {
+      // not JSON: fall back to the correlation id
+    }
+  }
+  return typeof correlationId === 'string' ? correlationId : undefined;
+}
+
+/** Peeks (never receives) every message of the dead-letter queues, and the operator alerts. */
+export async function readQueues(
+  ctx: ChaosContext,
+): Promise<{ deadLetters: PeekedMessage[]; alerts: PeekedMessage[] }> {
+  const client = new ServiceBusClient(ctx.serviceBus.connectionString);
+  const peekAll = async (receiver: ReturnType<ServiceBusClient['createReceiver']>, entity: string) => {
+    const out: PeekedMessage[] = [];
+    let from: Long | undefined;
+    for (let round = 0; round < 50; round++) {
+      const batch = await receiver.peekMessages(250, from === undefined ? {} : { fromSequenceNumber: from });
+      if (batch.length === 0) break;
+      for (const m of batch) {
+        out.push({
+          entity,
+          messageId: m.messageId === undefined ? undefined : String(m.messageId),
+          orderId: orderIdOf(m.body, m.correlationId),
+          body: m.body,
+          deadLetterReason: m.deadLetterReason,
+        });
+      }
+      const last = batch[batch.length - 1].sequenceNumber;
+      if (!last) break;
+      from = last.add(1);
+    }
+    await receiver.close();
+    return out;
+  };
+  try {
+    const deadLetters: PeekedMessage[] = [];
+    for (const q of Object.values(queues)) {
+      deadLetters.push(
+        ...(await peekAll(client.createReceiver(q, { subQueueType: 'deadLetter' }), `${q}/$DLQ`)),
+      );
+    }
+    deadLetters.push(
+      ...(await peekAll(
+        client.createReceiver(topics.orderStatus, 'all', { subQueueType: 'deadLetter' }),
+        `${topics.orderStatus}/all/$DLQ`,
+      )),
+    );
+    const alerts = await peekAll(client.createReceiver(queues.operatorAlerts), queues.operatorAlerts);
+    return { deadLetters, alerts };
+  } finally {
+    await client.close();
+  }
+}
+
+type Long = NonNullable<
+  Awaited<
+    ReturnType<ReturnType<ServiceBusClient['createReceiver']>['peekMessages']>
+  >[number]['sequenceNumber']
+>;
+
+/** Kills the stack's host with SIGKILL and starts it again on the same port. */
+export async function crashHost(ctx: ChaosContext, downMs = 300): Promise<void> {
+  await ctx.stack.killHost('SIGKILL');
+  await sleep(downMs);
+  await ctx.stack.startHost();
+}
+
+export async function addHost(
+  ctx: ChaosContext,
+  env: Record<string, string> = {},
+): Promise<SpawnedLocalHost> {
+  const host = await spawnLocalHost({ appRoot: repoRoot, env: { ...ctx.stack.env, ...env }, httpPort: 0 });
+  ctx.extraHosts.push(host);
+  return host;
+}
+
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
+
+/** Stops Azurite and starts it again on the same ports with the same data folder. */
+export async function restartAzurite(ctx: ChaosContext, downMs: number): Promise<void> {
+  if (!ctx.dataDir) throw new Error('restarting Azurite needs a data folder (persistent context)');
+  const ports = {
+    blob: portOf(ctx.azurite.blobUrl!),
+    queue: portOf(ctx.azurite.queueUrl!),
+    table: portOf(ctx.azurite.tableUrl),
+  };
+  await ctx.azurite.stop();
+  await sleep(downMs);
+  ctx.azurite = await startAzurite({
+    services: ['blob', 'queue', 'table'],
+    location: join(ctx.dataDir, 'azurite'),
+    ports,
+  });
+}
+
+/** Stops the Service Bus emulator and starts a fresh one, without its data: every message is lost. */
+export async function restartServiceBusEmpty(ctx: ChaosContext, downMs: number): Promise<void> {
+  const port = ctx.serviceBus.port;
+  await ctx.serviceBus.stop();
+  await sleep(downMs);
+  ctx.serviceBus = await startServiceBusEmulator({
+    config: join(repoRoot, 'infra', 'servicebus-emulator', 'Config.json'),
+    port,
+  });
+}
+
+/**
+ * Puts a TCP proxy between the host and Azurite's table endpoint (the host is restarted to pick
+ * up the new StateStoreConnection; the chaos runner's own store keeps talking to Azurite directly).
+ */
+export async function proxyTables(ctx: ChaosContext): Promise<TcpProxy> {
+  const table = new URL(ctx.azurite.tableUrl);
+  const proxy = await startTcpProxy({ host: table.hostname, port: Number(table.port) });
+  ctx.proxy = proxy;
+  const proxied = ctx.azurite.connectionString.replace(
+    /TableEndpoint=http:\/\/[^/;]+/,
+    `TableEndpoint=http://127.0.0.1:${proxy.port}`,
+  );
+  ctx.stack.env.StateStoreConnection = proxied;
+  await ctx.stack.killHost('SIGTERM');
+  await ctx.stack.startHost();
+  return proxy;
+}

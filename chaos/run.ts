@@ -1,0 +1,232 @@
+import { isTerminal, orderWorkflow, type OrderState, type ProcessState } from '../shared/domain/index.js';
+import {
+  chaosSettings,
+  closeContext,
+  drain,
+  listAllOrderIds,
+  lostOrderBound,
+  openContext,
+  readQueues,
+  sleep,
+  type ChaosContext,
+} from './harness.js';
+import { checkInvariants, type CheckResult } from './invariants.js';
+import { scenarios, type Scenario } from './scenarios.js';
+
+/**
+ * The chaos runner: each scenario on a fresh local stack (host and Azurite as child processes, the
+ * emulator and the demo services in this process), many orders, deliberate damage, a bounded drain,
+ * then every invariant of DESIGN.md. One row per scenario and a last line `violations: N`.
+ *
+ *   npm run chaos               all scenarios, 100 orders each
+ *   npm run chaos -- --quick    the quick subset, 12 orders each
+ *   options: --orders N, --only name[,name], --verbose
+ */
+export interface ChaosOptions {
+  quick?: boolean;
+  orders?: number;
+  only?: string[];
+  verbose?: boolean;
+  /** Where rows go; default stdout. */
+  out?: (line: string) => void;
+}
+
+export interface ScenarioRow {
+  scenario: string;
+  note: string;
+  boundSeconds: number;
+  result: CheckResult;
+  seconds: number;
+}
+
+export interface ChaosReport {
+  rows: ScenarioRow[];
+  violations: number;
+  lines: string[];
+}
+
+/** Samples the state of every submitted order until stopped: the transitions invariant 5 checks. */
+function startObserver(ctx: ChaosContext, observed: Map<string, ProcessState[]>) {
+  let stopped = false;
+  const record = (s: OrderState): void => {
+    const seen = observed.get(s.orderId) ?? [];
+    if (seen[seen.length - 1] !== s.processState) seen.push(s.processState);
+    observed.set(s.orderId, seen);
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      for (const orderId of [...ctx.submitted.keys()]) {
+        if (stopped) break;
+        const seen = observed.get(orderId);
+        if (seen && isTerminal(seen[seen.length - 1])) continue;
+        const loaded = await ctx.store.load(orderId).catch(() => null);
+        if (loaded) record(loaded.state);
+      }
+      await sleep(300);
+    }
+  })();
+  return {
+    record,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+async function runScenario(scenario: Scenario, n: number, verbose: boolean): Promise<ScenarioRow> {
+  const started = Date.now();
+  const settings = { ...chaosSettings, ...scenario.settings };
+  const bound = lostOrderBound(settings, orderWorkflow.steps.length, scenario.outageSeconds ?? 0);
+  const ctx = await openContext({ persistent: scenario.persistent, settings: scenario.settings, verbose });
+  try {
+    const observed = new Map<string, ProcessState[]>();
+    const observer = startObserver(ctx, observed);
+    let note: string;
+    try {
+      note = await scenario.run(ctx, n);
+    } finally {
+      await observer.stop();
+    }
+    const lastSubmission = Math.max(0, ...[...ctx.submitted.values()].map((s) => s.at));
+    const finals = await drain(ctx, lastSubmission + bound.seconds * 1000, observer.record);
+    // Let late duplicates and stragglers land before reading the ledgers and the queues.
+    await sleep(1500);
+    const [stored, queues] = await Promise.all([listAllOrderIds(ctx), readQueues(ctx)]);
+    const result = checkInvariants({
+      ctx,
+      finals,
+      stored,
+      observed,
+      deadLetters: queues.deadLetters,
+      alerts: queues.alerts,
+      boundSeconds: bound.seconds,
+    });
+    if (ctx.refused > 0) note += `; ${ctx.refused} POSTs never acknowledged`;
+    return {
+      scenario: scenario.name,
+      note,
+      boundSeconds: bound.seconds,
+      result,
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    await closeContext(ctx);
+  }
+}
+
+function pad(s: string | number, width: number): string {
+  return String(s).padEnd(width);
+}
+
+const header =
+  pad('scenario', 30) +
+  pad('orders', 7) +
+  pad('terminal', 9) +
+  pad('lost', 5) +
+  pad('phantom', 8) +
+  pad('dup fx', 7) +
+  pad('comp faults', 12) +
+  pad('tombst', 7) +
+  pad('inDoubt', 8) +
+  pad('trans', 6) +
+  pad('DLQ', 4) +
+  pad('DLQ bad', 8) +
+  pad('worst/bound s', 15) +
+  pad('outcomes', 36) +
+  'note';
+
+function formatRow(r: ScenarioRow): string {
+  const x = r.result;
+  const outcomes = Object.entries(x.byState)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  return (
+    pad(r.scenario, 30) +
+    pad(x.orders, 7) +
+    pad(x.terminal, 9) +
+    pad(x.lost, 5) +
+    pad(x.phantoms, 8) +
+    pad(x.duplicateEffects, 7) +
+    pad(x.compensationFaults, 12) +
+    pad(x.tombstones, 7) +
+    pad(x.inDoubtCompensations, 8) +
+    pad(x.transitionFaults, 6) +
+    pad(x.deadLettered, 4) +
+    pad(x.deadLetterFaults, 8) +
+    pad(`${x.worstSeconds.toFixed(1)}/${r.boundSeconds}`, 15) +
+    pad(outcomes, 36) +
+    `${r.note} (${r.seconds.toFixed(0)} s)`
+  );
+}
+
+export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
+  const lines: string[] = [];
+  const out = (line: string): void => {
+    lines.push(line);
+    (options.out ?? ((l: string) => process.stdout.write(`${l}\n`)))(line);
+  };
+  const n = options.orders ?? (options.quick ? 12 : 100);
+  const chosen = scenarios.filter((s) =>
+    options.only ? options.only.includes(s.name) : options.quick ? s.quick : true,
+  );
+  if (chosen.length === 0) throw new Error(`no scenario matches ${options.only?.join(', ')}`);
+  const bound = lostOrderBound(chaosSettings, orderWorkflow.steps.length);
+  out(`chaos: ${options.quick ? 'quick' : 'full'} run, ${chosen.length} scenarios, ${n} orders each`);
+  out(
+    `settings: ${Object.entries(chaosSettings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
+  out(`lost-order bound: ${bound.formula} (plus each scenario's deliberate outage)`);
+  out(header);
+  const rows: ScenarioRow[] = [];
+  let violations = 0;
+  const details: string[] = [];
+  for (const scenario of chosen) {
+    let row: ScenarioRow;
+    try {
+      row = await runScenario(scenario, n, options.verbose ?? false);
+    } catch (e) {
+      violations += 1;
+      out(`${pad(scenario.name, 30)}FAILED TO RUN: ${(e as Error).stack ?? String(e)}`);
+      continue;
+    }
+    rows.push(row);
+    out(formatRow(row));
+    violations += row.result.violations.length;
+    for (const v of row.result.violations) details.push(`  ${scenario.name}: ${v}`);
+  }
+  if (details.length > 0) {
+    out('violations in detail:');
+    for (const d of details.slice(0, 200)) out(d);
+    if (details.length > 200) out(`  ... and ${details.length - 200} more`);
+  }
+  out(`violations: ${violations}`);
+  return { rows, violations, lines };
+}
+
+function parseArgs(argv: string[]): ChaosOptions {
+  const options: ChaosOptions = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') options.quick = true;
+    else if (a === '--verbose') options.verbose = true;
+    else if (a === '--orders') options.orders = Number(argv[++i]);
+    else if (a === '--only') options.only = argv[++i].split(',');
+    else throw new Error(`unknown argument ${a} (use --quick, --orders N, --only a,b, --verbose)`);
+  }
+  if (options.orders !== undefined && (!Number.isInteger(options.orders) || options.orders < 1))
+    throw new Error('--orders needs a positive integer');
+  return options;
+}
+
+if (require.main === module) {
+  main(parseArgs(process.argv.slice(2))).then(
+    (report) => process.exit(report.violations === 0 ? 0 : 1),
+    (e: unknown) => {
+      process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+      process.exit(2);
+    },
+  );
+}

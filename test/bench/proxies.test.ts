@@ -1,0 +1,96 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { batchOperationCount, classifyTableRequest } from '../../bench/tableProxy.js';
+import { AmqpFrameCounter } from '../../bench/amqpProxy.js';
+import type { Counts } from '../../bench/stats.js';
+
+test('table requests are classified as Azure bills them', () => {
+  const base = '/devstoreaccount1';
+  assert.deepEqual(classifyTableRequest('POST', `${base}/$batch`), { kind: 'batch', table: '' });
+  assert.deepEqual(classifyTableRequest('POST', `${base}/Tables`), { kind: 'admin', table: '' });
+  assert.deepEqual(classifyTableRequest('DELETE', `${base}/Tables('Orders')`), { kind: 'admin', table: '' });
+  assert.deepEqual(
+    classifyTableRequest('GET', `${base}/Orders(PartitionKey='a',RowKey='state')?$select=ProcessState`),
+    { kind: 'read', table: 'Orders' },
+  );
+  assert.deepEqual(classifyTableRequest('GET', `${base}/Orders()?$filter=PartitionKey%20eq%20'a'`), {
+    kind: 'query',
+    table: 'Orders',
+  });
+  assert.deepEqual(classifyTableRequest('GET', `${base}/InFlight?$filter=x`), {
+    kind: 'query',
+    table: 'InFlight',
+  });
+  assert.deepEqual(classifyTableRequest('PUT', `${base}/InFlight(PartitionKey='ab',RowKey='abc')`), {
+    kind: 'write',
+    table: 'InFlight',
+  });
+  assert.deepEqual(classifyTableRequest('DELETE', `${base}/InFlight(PartitionKey='ab',RowKey='abc')`), {
+    kind: 'write',
+    table: 'InFlight',
+  });
+  assert.deepEqual(classifyTableRequest('POST', `${base}/Orders`), { kind: 'write', table: 'Orders' });
+});
+
+test('batchOperationCount counts the sub-requests of a changeset', () => {
+  const body = [
+    '--batch_1',
+    'Content-Type: multipart/mixed; boundary=changeset_1',
+    '',
+    '--changeset_1',
+    'Content-Type: application/http',
+    '',
+    "PUT http://127.0.0.1:1/devstoreaccount1/Orders(PartitionKey='a',RowKey='state') HTTP/1.1",
+    '',
+    '--changeset_1',
+    'Content-Type: application/http',
+    '',
+    'POST http://127.0.0.1:1/devstoreaccount1/Orders HTTP/1.1',
+    'x: PUT http://not-a-request-line',
+    '--changeset_1--',
+  ].join('\r\n');
+  assert.equal(batchOperationCount(body), 2);
+  assert.equal(batchOperationCount(''), 0);
+});
+
+function frame(code: number | null, type = 0): Buffer {
+  const body = code === null ? Buffer.alloc(0) : Buffer.from([0x00, 0x53, code, 0x45]);
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(8 + body.length, 0);
+  header[4] = 2;
+  header[5] = type;
+  return Buffer.concat([header, body]);
+}
+
+test('AMQP frames are counted by performative across arbitrary chunk boundaries', () => {
+  const counts: Counts = {};
+  const counter = new AmqpFrameCounter(counts, 'out.');
+  const stream = Buffer.concat([
+    Buffer.from('AMQP\x03\x01\x00\x00', 'latin1'),
+    frame(0x41, 1),
+    Buffer.from('AMQP\x00\x01\x00\x00', 'latin1'),
+    frame(0x10),
+    frame(0x13),
+    frame(null),
+    frame(0x14),
+    frame(0x15),
+    frame(0x13),
+  ]);
+  for (let i = 0; i < stream.length; i += 3) counter.push(stream.subarray(i, i + 3));
+  assert.deepEqual(counts, {
+    'out.header': 2,
+    'out.sasl-init': 1,
+    'out.open': 1,
+    'out.flow': 2,
+    'out.empty': 1,
+    'out.transfer': 1,
+    'out.disposition': 1,
+  });
+});
+
+test('a stream that is not AMQP is reported, not guessed at', () => {
+  const counts: Counts = {};
+  const counter = new AmqpFrameCounter(counts, 'in.');
+  counter.push(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 9, 9]));
+  assert.deepEqual(counts, { 'in.unparsed': 1 });
+});

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, test } from 'node:test';
+import { assertPortFree } from '../../local/ports.js';
+import { portFlags } from '../../local/startOptions.js';
+import { freePorts } from './helpers.js';
+
+// `npm start` itself, as a child process (node dist/local/start.js): readiness block, the curl
+// from the block works, Ctrl-C (SIGINT) stops everything with exit 0, a busy port is exit 1.
+
+const startJs = resolve(__dirname, '..', '..', 'local', 'start.js');
+const scratch = mkdtempSync(join(tmpdir(), 'e2e-start-'));
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+function run(args: string[]) {
+  const child = spawn(process.execPath, [startJs, ...args], {
+    cwd: scratch,
+    env: { ...process.env, FUNCTIONS_LOCAL_KEY: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
+  return { child, exited, out: () => stdout, err: () => stderr };
+}
+
+async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The words of a shell line made of plain words and '...' quoted ones (what the block prints). */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  const re = /'((?:[^']|'\\'')*)'|(\S+)/g;
+  for (const m of line.matchAll(re)) words.push(m[1] !== undefined ? m[1].replace(/'\\''/g, "'") : m[2]);
+  return words;
+}
+
+function curlToFetch(line: string): { url: string; init: RequestInit } {
+  const words = shellWords(line.trim());
+  assert.equal(words[0], 'curl');
+  const headers: Record<string, string> = {};
+  let method = 'GET';
+  let body: string | undefined;
+  let url = '';
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i];
+    if (w === '-X') method = words[++i];
+    else if (w === '-H') {
+      const [name, ...value] = words[++i].split(':');
+      headers[name.trim()] = value.join(':').trim();
+    } else if (w === '-d') body = words[++i];
+    else if (w.startsWith('http')) url = w;
+  }
+  return { url, init: { method, headers, body } };
+}
+
+test('npm start: readiness block, the curl from it, SIGINT exits 0 and frees every port', async () => {
+  const ports = await freePorts(portFlags.length);
+  const dataDir = join(scratch, 'data');
+  const args = ['--in-memory', '--data-dir', dataDir];
+  portFlags.forEach((p, i) => args.push(p.flag, String(ports[i])));
+  const started = run(args);
+  await until('the readiness block', () => started.out().includes('Ctrl-C stops everything.'));
+  const block = started.out();
+  assert.equal(block.match(/is running locally/g)?.length, 1, 'one readiness block');
+  const key = readFileSync(join(dataDir, 'function-key'), 'utf8').trim();
+  assert.ok(block.includes(`Function key      ${key}`), 'the block shows the persisted key');
+  assert.ok(block.includes(`http://127.0.0.1:${ports[0]}/api`));
+  for (const route of ['/api/orders', '/api/orders/{orderId}', '/api/orders/{orderId}/cancel']) {
+    assert.ok(block.includes(route), route);
+  }
+  assert.ok(block.includes('UseDevelopmentEmulator=true'));
+  assert.ok(block.includes('STEP_TIMEOUT_SECONDS'));
+  assert.ok(existsSync(join(dataDir, 'stack.json')));
+
+  const lines = block.split('\n');
+  const submit = curlToFetch(lines.find((l) => l.trim().startsWith('curl -i -X POST'))!);
+  const poll = curlToFetch(lines.find((l) => l.trim().startsWith('curl -s '))!);
+  const response = await fetch(submit.url, submit.init);
+  assert.equal(response.status, 202);
+  const accepted = (await response.json()) as { orderId: string };
+  assert.ok(poll.url.endsWith(`/orders/${accepted.orderId}`), 'the poll line names the submitted order');
+  let state = '';
+  const end = Date.now() + 60_000;
+  while (state !== 'Processed' && Date.now() < end) {
+    const r = await fetch(poll.url, poll.init);
+    state = ((await r.json()) as { processState: string }).processState;
+    if (state !== 'Processed') await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal(state, 'Processed');
+  await until(
+    'the compact function log',
+    () => /scheduler\s+reply applied order=/.test(started.out()),
+    10_000,
+  );
+
+  started.child.kill('SIGINT');
+  const exit = await started.exited;
+  assert.deepEqual(exit, { code: 0, signal: null }, started.err());
+  assert.ok(!existsSync(join(dataDir, 'stack.json')), 'stack.json removed on stop');
+  for (const [i, port] of ports.entries()) await assertPortFree(port, portFlags[i].what, portFlags[i].flag);
+});
+
+test('npm start: a busy port is exit 1 with one line naming the port and the flag', async () => {
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  const busy = (blocker.address() as { port: number }).port;
+  try {
+    const ports = await freePorts(portFlags.length);
+    const args = ['--in-memory', '--data-dir', join(scratch, 'busy')];
+    portFlags.forEach((p, i) => args.push(p.flag, String(p.flag === '--servicebus-port' ? busy : ports[i])));
+    const started = run(args);
+    const exit = await started.exited;
+    assert.equal(exit.code, 1);
+    const message = started.err().trim();
+    assert.equal(message.split('\n').length, 1, message);
+    assert.match(message, new RegExp(`port ${busy} .*--servicebus-port`));
+    assert.doesNotMatch(message, /\n\s+at /);
+  } finally {
+    blocker.close();
+  }
+});
+
+test('npm start: a bad flag or setting is exit 2 and starts nothing', async () => {
+  const badPort = run(['--http-port', 'seventy']);
+  assert.equal((await badPort.exited).code, 2);
+  assert.match(badPort.err(), /--http-port must be a port number/);
+  const unknown = run(['--colour']);
+  assert.equal((await unknown.exited).code, 2);
+  assert.match(unknown.err(), /unknown option --colour/);
+});

@@ -1,0 +1,127 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { startStack, type Stack } from '../../local/stack.js';
+import { validOrder } from './harness.js';
+
+/**
+ * The same API over real HTTP, through the local host child process of a full stack: keys on
+ * every route, size and depth limits, and a few hundred generated requests.
+ */
+let stack: Stack;
+before(async () => {
+  stack = await startStack({
+    ports: { http: 0, serviceBus: 0, blob: 0, queue: 0, table: 0, inventory: 0, payment: 0, shipping: 0 },
+    settings: { SUPERVISOR_SCHEDULE: '0 0 0 1 1 *' },
+  });
+});
+after(async () => {
+  await stack?.stop();
+});
+
+const someId = '3f2b8c1e-5d4a-4b6c-9e7f-0a1b2c3d4e5f';
+const routes: Array<{ method: string; path: string }> = [
+  { method: 'POST', path: '/orders' },
+  { method: 'GET', path: `/orders/${someId}` },
+  { method: 'GET', path: '/orders?state=Pending' },
+  { method: 'POST', path: `/orders/${someId}/resubmit` },
+  { method: 'POST', path: `/orders/${someId}/cancel` },
+];
+
+function send(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string | Uint8Array,
+) {
+  return fetch(`${stack.baseUrl}${path}`, { method, headers, body, signal: AbortSignal.timeout(30_000) });
+}
+
+test('every route refuses a missing or a wrong key with 401, and writes nothing', async () => {
+  for (const r of routes) {
+    const body = r.method === 'POST' ? JSON.stringify(validOrder) : undefined;
+    const json = { 'content-type': 'application/json' };
+    for (const headers of [
+      json,
+      { ...json, 'x-functions-key': 'wrong' },
+      { ...json, 'x-functions-key': '' },
+    ]) {
+      const res = await send(r.method, r.path, headers, body);
+      await res.arrayBuffer();
+      assert.equal(res.status, 401, `${r.method} ${r.path} with ${JSON.stringify(headers)}`);
+    }
+    const viaQuery = await send(
+      r.method,
+      `${r.path}${r.path.includes('?') ? '&' : '?'}code=wrong`,
+      json,
+      body,
+    );
+    await viaQuery.arrayBuffer();
+    assert.equal(viaQuery.status, 401, `${r.method} ${r.path}?code=wrong`);
+  }
+  const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+  assert.equal(listed.status, 200);
+  assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, [], 'no order was written');
+});
+
+test('oversized and deeply nested bodies are refused (413 / 400)', async () => {
+  const key = { 'x-functions-key': stack.functionKey, 'content-type': 'application/json' };
+  const big = JSON.stringify({ ...validOrder, customerId: 'x'.repeat(70 * 1024) });
+  const tooLarge = await send('POST', '/orders', key, big);
+  await tooLarge.arrayBuffer();
+  assert.equal(tooLarge.status, 413);
+  const huge = await send('POST', '/orders', key, new Uint8Array(2 * 1024 * 1024).fill(0x20));
+  await huge.arrayBuffer();
+  assert.equal(huge.status, 413);
+  const deep = await send('POST', '/orders', key, '['.repeat(10_000) + ']'.repeat(10_000));
+  await deep.arrayBuffer();
+  assert.equal(deep.status, 400);
+  const deepObject = await send('POST', '/orders', key, '{"a":'.repeat(5000) + '1' + '}'.repeat(5000));
+  await deepObject.arrayBuffer();
+  assert.equal(deepObject.status, 400);
+  const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+  assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, []);
+});
+
+test('300 generated requests over real HTTP: never a 5xx', async () => {
+  const key = stack.functionKey;
+  const pathArb = fc.oneof(
+    fc.constant('/orders'),
+    fc.string({ maxLength: 40 }).map((s) => `/orders/${encodeURIComponent(s)}`),
+    fc.string({ maxLength: 40 }).map((s) => `/orders/${encodeURIComponent(s)}/cancel`),
+    fc.string({ maxLength: 40 }).map((s) => `/orders/${encodeURIComponent(s)}/resubmit`),
+    fc
+      .tuple(
+        fc.constantFrom('Pending', "Error' or '1' eq '1", 'x'),
+        fc.constantFrom('1', '100', '-1', "1' or '"),
+      )
+      .map(([s, n]) => `/orders?state=${encodeURIComponent(s)}&pageSize=${encodeURIComponent(n)}`),
+  );
+  const bodyArb = fc.oneof(
+    fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v) ?? 'null'),
+    fc.string({ maxLength: 100 }),
+    fc.constant(JSON.stringify(validOrder)),
+  );
+  let count = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      pathArb,
+      fc.constantFrom('GET', 'POST'),
+      bodyArb,
+      fc.constantFrom('application/json', 'text/plain'),
+      async (path, method, body, type) => {
+        count += 1;
+        const res = await send(
+          method,
+          path,
+          { 'x-functions-key': key, 'content-type': type },
+          method === 'POST' ? body : undefined,
+        );
+        const text = await res.text();
+        assert.ok(res.status < 500, `${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+      },
+    ),
+    { numRuns: 300 },
+  );
+  assert.equal(count, 300);
+});

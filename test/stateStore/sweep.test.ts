@@ -1,0 +1,139 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { AzuriteInstance } from '../../local/azurite.js';
+import {
+  InFlightIndex,
+  type StateStore,
+  type StoreMetrics,
+  type StoredOrder,
+} from '../../shared/stateStore/index.js';
+import { at, pool, step, submitNew, withStore } from './harness.js';
+
+let azurite: AzuriteInstance;
+let store: StateStore;
+let metrics: StoreMetrics;
+
+before(async () => {
+  ({ azurite, store, metrics } = await withStore());
+});
+after(async () => {
+  await azurite.stop();
+});
+
+/** Claimed at `claimAt`: its complete-by is claimAt + 60 s. */
+async function claimed(claimAt: number, submitAt = claimAt - 1): Promise<StoredOrder> {
+  const s = await submitNew(store, at(submitAt));
+  return step(store, s, { type: 'Claim', by: 'A' }, at(claimAt));
+}
+
+test('the sweep finds exactly the expired in-flight orders, also across pages (> 1,000 index rows)', async () => {
+  // 1,100 orders submitted at t=0 (index CheckAfter 30 s), claimed: even ones at t=1 (expire at 60 s), odd ones at t=1000 (expire at 1060 s)
+  const orders = await pool(1100, 16, (i) => claimed(i % 2 === 0 ? 1 : 1000, 0));
+  const expired = new Set(orders.filter((_, i) => i % 2 === 0).map((o) => o.state.orderId));
+  metrics.reset();
+  const result = await store.index.sweep(at(500), { pageSize: 1000 });
+  assert.deepEqual(new Set(result.timedOut.map((c) => c.orderId)), expired);
+  assert.equal(result.timedOut.length, 550, 'no duplicates across pages');
+  for (const c of result.timedOut) assert.equal(c.processState, 'Processing');
+  // every index row was due (CheckAfter = submission + claim timeout); the odd ones are deferred
+  assert.equal(result.deferred, 550);
+  assert.equal(result.removed, 0);
+  assert.ok(metrics.byMethod.GET! >= 2, 'more than one page was read');
+  // Deferred rows now carry their real complete-by: the next sweep before 1060 s reads only
+  // the 550 still-expired ones.
+  const again = await store.index.sweep(at(600));
+  assert.equal(again.examined, 550);
+  assert.equal(again.timedOut.length, 550);
+  const later = await store.index.sweep(at(2000));
+  assert.equal(later.timedOut.length, 1100);
+  // clean up so the other tests in this file see a small index
+  await pool(orders.length, 16, async (i) => {
+    const o = orders[i];
+    await store.index.table.deleteEntity(InFlightIndex.partitionFor(o.state.orderId), o.state.orderId);
+  });
+});
+
+test('a not-yet-expired order is deferred, not returned; a Pending order past its claim timeout is returned', async () => {
+  const pending = await submitNew(store, at(10_000)); // completeBy 10_030
+  const running = await claimed(10_000); // completeBy 10_060
+  const r = await store.index.sweep(at(10_045));
+  const ids = r.timedOut.map((c) => c.orderId);
+  assert.ok(ids.includes(pending.state.orderId));
+  assert.ok(!ids.includes(running.state.orderId));
+  assert.equal(r.timedOut.find((c) => c.orderId === pending.state.orderId)!.processState, 'Pending');
+  // after the Supervisor's TimedOut, the deadline moves and the sweep defers it lazily
+  await step(store, (await store.load(pending.state.orderId))!, { type: 'TimedOut' }, at(10_046));
+  const r2 = await store.index.sweep(at(10_050));
+  assert.ok(!r2.timedOut.some((c) => c.orderId === pending.state.orderId));
+  for (const o of [pending, running])
+    await store.index.table.deleteEntity(InFlightIndex.partitionFor(o.state.orderId), o.state.orderId);
+});
+
+test('index repair: rows for terminal or missing orders are removed; lost rows of in-flight orders are re-created', async () => {
+  // a row without any order (e.g. a submission whose transaction failed)
+  const ghost = randomUUID();
+  await store.index.put(ghost, at(20_000));
+  // a terminal order whose row survived (a crash after the terminal write)
+  let done = await claimed(20_000);
+  done = await step(
+    store,
+    done,
+    { type: 'StepFailedPermanently', step: 'inventory', run: 1, attempt: 1, error: 'x' },
+    at(20_001),
+  );
+  assert.equal(done.state.processState, 'Compensated');
+  await store.index.put(done.state.orderId, at(20_001));
+  // an in-flight order whose row was lost
+  const lost = await claimed(20_000);
+  await store.index.table.deleteEntity(InFlightIndex.partitionFor(lost.state.orderId), lost.state.orderId);
+
+  const r = await store.index.sweep(at(20_100));
+  assert.equal(r.removed, 2);
+  assert.equal(await store.index.has(ghost), false);
+  assert.equal(await store.index.has(done.state.orderId), false);
+  assert.ok(!r.timedOut.some((c) => c.orderId === lost.state.orderId), 'the sweep cannot see it...');
+
+  let token: string | undefined;
+  let recreated = 0;
+  do {
+    const page = await store.index.reconcile({ continuationToken: token, pageSize: 100 });
+    recreated += page.recreated;
+    token = page.continuationToken;
+  } while (token);
+  assert.ok(recreated >= 1);
+  assert.equal(await store.index.has(lost.state.orderId), true);
+  const r2 = await store.index.sweep(at(20_100));
+  assert.ok(
+    r2.timedOut.some((c) => c.orderId === lost.state.orderId),
+    '...until reconciliation restored it',
+  );
+});
+
+test('a clean-up racing with a re-write of the index row keeps the row (ETag-conditional delete)', async () => {
+  let e = await claimed(30_000);
+  e = await step(store, e, { type: 'OperatorCancel', by: 'op' }, at(30_001));
+  e = await step(
+    store,
+    e,
+    { type: 'CompensationFailed', step: 'inventory', run: 1, attempt: 1, error: 'x' },
+    at(30_002),
+  );
+  // Simulate: the sweep read the index row (old ETag) while the order was Error...
+  await store.index.put(e.state.orderId, at(30_002));
+  const [stale] = await (async () => {
+    const rows = [];
+    for await (const r of store.index.table.listEntities({
+      queryOptions: { filter: `RowKey eq '${e.state.orderId}'` },
+    }))
+      rows.push(r);
+    return rows;
+  })();
+  // ...then an operator resubmitted (re-writing the row) before the sweep's delete
+  await step(store, e, { type: 'OperatorResubmit', by: 'op' }, at(30_003));
+  await assert.rejects(
+    store.index.table.deleteEntity(stale.partitionKey!, stale.rowKey!, { etag: stale.etag }),
+    (err: { statusCode?: number }) => err.statusCode === 412,
+  );
+  assert.equal(await store.index.has(e.state.orderId), true);
+});
