@@ -2,6 +2,7 @@ import type { InvocationContext } from '@azure/functions';
 import { outstandingCommands, type OrderEvent, type OrderState } from '../domain/index.js';
 import { applyEvent, type ApplyResult } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
+import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import {
   parseMessage,
@@ -89,7 +90,13 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
         to: result.state.processState,
         failureCount: result.state.failureCount,
       });
-      await carryOut(deps.bus, result.commands, result.before.order, deps.clock.now(), log);
+      await carryOut(
+        deps.bus,
+        withOperatorAlert(result.commands, result.state),
+        result.before.order,
+        deps.clock.now(),
+        log,
+      );
       return;
     case 'refused': {
       // A duplicate, a stale attempt, or an order someone else already moved on. Nothing to

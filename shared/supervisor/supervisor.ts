@@ -1,6 +1,7 @@
 import type { InvocationContext } from '@azure/functions';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
+import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger } from '../observability/logger.js';
 
@@ -95,7 +96,7 @@ export async function runSupervisor(
         );
         await carryOut(
           deps.bus,
-          result.commands,
+          withOperatorAlert(result.commands, state),
           result.before.order,
           deps.clock.now(),
           log.with({ orderId }),

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
+import { handleAgentRequest } from '../../shared/agents/agent.js';
+import { PoisonMessageError } from '../../shared/messaging/poison.js';
+import { queues } from '../../shared/messaging/entities.js';
+import { startRemoteService } from '../../local/remoteServices/index.js';
+import { peekAll } from './helpers.js';
+import { context, freshDeps, held, load, processOrder, startInfra, submitted, type Infra } from './direct.js';
+
+/**
+ * Poison messages (schema failures) and the Agent handler, called directly. The dead-letter test
+ * plays the host's part with a receiver it controls: receive, call the handler, abandon on throw,
+ * until the broker dead-letters the message after the queue's MaxDeliveryCount (10).
+ */
+describe('poison messages and the Agent', () => {
+  let infra: Infra;
+  let inventory: Awaited<ReturnType<typeof startRemoteService>>;
+  before(async () => {
+    [infra, inventory] = await Promise.all([
+      startInfra(),
+      startRemoteService({ name: 'inventory', port: 0 }),
+    ]);
+  });
+  after(async () => {
+    await inventory?.stop();
+    await infra?.stop();
+  });
+
+  it('an invalid scheduler body throws PoisonMessageError and alerts an operator naming the order', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    const before = await load(deps, orderId);
+    const bad = { type: 'process-order', orderId, reason: 'because' };
+    await assert.rejects(
+      handleSchedulerMessage(deps, bad, context('scheduler', undefined, `bad-${orderId}`)),
+      (e: unknown) => e instanceof PoisonMessageError && /reason/.test(e.reason),
+    );
+    const alerts = await held(infra, queues.operatorAlerts, orderId);
+    assert.equal(alerts.length, 1);
+    assert.equal(alerts[0].subject, 'PoisonMessage');
+    assert.equal(alerts[0].body.orderId, orderId);
+    assert.match(alerts[0].body.reason, new RegExp(`scheduler \\(MessageId bad-${orderId}\\)`));
+    const afterwards = await load(deps, orderId);
+    assert.deepEqual(afterwards.etags, before.etags, 'the order is untouched');
+  });
+
+  it('an unreadable body (not JSON) is poison too, with an alert for an unknown order', async () => {
+    const deps = await freshDeps(infra);
+    const messageId = `garbage-${randomUUID()}`;
+    await assert.rejects(
+      handleSchedulerMessage(deps, Buffer.from('{not json'), context('scheduler', undefined, messageId)),
+      PoisonMessageError,
+    );
+    const all = await peekAll(infra.client, queues.operatorAlerts);
+    const mine = all.filter((m) => String(m.body.reason).includes(messageId));
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0].body.orderId, 'unknown');
+  });
+
+  it('an invalid agent request is poison: alert, no remote call, no reply', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = randomUUID();
+    const bad = { type: 'agent-request', orderId, run: 1, step: 'inventory', kind: 'do', attempt: 0 };
+    await assert.rejects(
+      handleAgentRequest(
+        { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url },
+        queues.inventoryAgent,
+        bad,
+        context('inventoryAgent', undefined, `bad-agent-${orderId}`),
+      ),
+      PoisonMessageError,
+    );
+    const alerts = await held(infra, queues.operatorAlerts, orderId);
+    assert.equal(alerts.length, 1);
+    assert.match(alerts[0].body.reason, /agent-inventory/);
+    assert.equal(inventory.ledger().requests.filter((r) => r.idempotencyKey?.startsWith(orderId)).length, 0);
+    assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
+  });
+
+  it('a poison message ends in the dead-letter queue after MaxDeliveryCount, with one alert', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = randomUUID();
+    const messageId = `poison-${orderId}`;
+    const sender = infra.client.createSender(queues.scheduler);
+    await sender.sendMessages({
+      messageId,
+      correlationId: orderId,
+      body: { type: 'agent-reply', orderId, step: 'NOT A STEP' },
+    });
+    await sender.close();
+    const receiver = infra.client.createReceiver(queues.scheduler);
+    let deliveries = 0;
+    try {
+      for (let round = 0; round < 40 && deliveries < 10; round++) {
+        const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+        if (!m) continue;
+        if (m.messageId !== messageId) {
+          await receiver.abandonMessage(m);
+          continue;
+        }
+        deliveries += 1;
+        try {
+          await handleSchedulerMessage(deps, m.body, context('scheduler', undefined, m.messageId as string));
+          await receiver.completeMessage(m);
+        } catch {
+          await receiver.abandonMessage(m);
+        }
+      }
+    } finally {
+      await receiver.close();
+    }
+    assert.equal(deliveries, 10);
+    const dlq = infra.client.createReceiver(queues.scheduler, { subQueueType: 'deadLetter' });
+    try {
+      const dead = await dlq.receiveMessages(10, { maxWaitTimeInMs: 3000 });
+      const mine = dead.filter((m) => m.messageId === messageId);
+      assert.equal(mine.length, 1);
+      assert.equal(mine[0].deliveryCount, 10);
+      await dlq.completeMessage(mine[0]);
+    } finally {
+      await dlq.close();
+    }
+    const alerts = await held(infra, queues.operatorAlerts, orderId);
+    assert.equal(alerts.length, 1, 'ten deliveries, one alert (duplicate detection)');
+  });
+
+  it('an agent request delivered twice calls the service once (effect) and replies once', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await handleSchedulerMessage(deps, processOrder(orderId), context('scheduler'));
+    const [request] = await held(infra, queues.inventoryAgent, orderId);
+    assert.ok(request);
+    const agentDeps = { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url };
+    for (let i = 0; i < 2; i++) {
+      await handleAgentRequest(
+        agentDeps,
+        queues.inventoryAgent,
+        request.body,
+        context('inventoryAgent', undefined, request.messageId as string),
+      );
+    }
+    const effects = inventory.ledger().effects.filter((e) => e.orderId === orderId);
+    assert.equal(effects.length, 1);
+    assert.equal(effects[0].duplicatesAbsorbed, 1);
+    const replies = await held(infra, queues.scheduler, orderId);
+    assert.equal(replies.length, 1, replies.map((m) => m.messageId).join(','));
+    assert.equal(replies[0].body.outcome, 'succeeded');
+    assert.equal(replies[0].body.attempt, 1);
+
+    // Applying that reply twice moves the order once.
+    await handleSchedulerMessage(deps, replies[0].body, context('scheduler'));
+    const once = await load(deps, orderId);
+    await handleSchedulerMessage(deps, replies[0].body, context('scheduler'));
+    assert.deepEqual((await load(deps, orderId)).etags, once.etags);
+    assert.equal(once.state.steps[0].status, 'Completed');
+  });
+
+  it('an agent request past its complete-by stops silently: no call, no reply', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await handleSchedulerMessage(deps, processOrder(orderId), context('scheduler'));
+    const [request] = await held(infra, queues.inventoryAgent, orderId);
+    deps.clock.advanceSeconds(61);
+    await handleAgentRequest(
+      { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url },
+      queues.inventoryAgent,
+      request.body,
+      context('inventoryAgent'),
+    );
+    assert.equal(inventory.ledger().requests.filter((r) => r.idempotencyKey?.startsWith(orderId)).length, 0);
+    assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
+  });
+});

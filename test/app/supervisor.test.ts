@@ -1,0 +1,203 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
+import { runSupervisor } from '../../shared/supervisor/supervisor.js';
+import { processOrderMessageId } from '../../shared/domain/index.js';
+import { queues } from '../../shared/messaging/entities.js';
+import {
+  context,
+  freshDeps,
+  held,
+  load,
+  processOrder,
+  reply,
+  startInfra,
+  submitted,
+  type Infra,
+  writeOnly,
+  type TestDeps,
+} from './direct.js';
+
+/**
+ * The Supervisor called directly with a ManualClock (policy: step 60 s, soft threshold 2, hard
+ * threshold 3, extended back-off 30 s): retry now, retry later, give up; and two Supervisors at once.
+ */
+describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
+  let infra: Infra;
+  before(async () => {
+    infra = await startInfra();
+  });
+  after(async () => {
+    await infra?.stop();
+  });
+
+  const deliver = (deps: TestDeps, body: unknown, invocationId?: string) =>
+    handleSchedulerMessage(deps, body, context('scheduler', invocationId));
+  const sweep = (deps: TestDeps) => runSupervisor(deps, context('supervisor'));
+  const processOrders = async (orderId: string) =>
+    (await held(infra, queues.scheduler, orderId)).filter((m) => m.subject === 'process-order');
+
+  it('nothing to do before complete-by', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId));
+    deps.clock.advanceSeconds(59);
+    const report = await sweep(deps);
+    assert.equal(report.candidates, 0);
+    assert.equal((await load(deps, orderId)).state.processState, 'Processing');
+  });
+
+  it('below, between and at the thresholds: retry now, retry after the back-off, give up with an alert', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
+
+    // 1st timeout (below the soft threshold): Pending, notified at once.
+    deps.clock.advanceSeconds(61);
+    let report = await sweep(deps);
+    assert.deepEqual([report.candidates, report.retried, report.gaveUp], [1, 1, 0]);
+    let { state } = await load(deps, orderId);
+    assert.equal(state.processState, 'Pending');
+    assert.equal(state.failureCount, 1);
+    assert.equal(state.lockedBy, null);
+    assert.equal(state.steps[1].status, 'TimedOut');
+    assert.equal(state.scheduledFor?.getTime(), deps.clock.now().getTime());
+    let notes = await processOrders(orderId);
+    const retry = notes.find((m) => m.messageId === processOrderMessageId(orderId, 'retry', 1, 1));
+    assert.ok(retry, notes.map((m) => m.messageId).join(','));
+    assert.equal(retry.body.reason, 'retry');
+    assert.equal(retry.scheduledEnqueueTimeUtc, undefined, 'not delayed');
+
+    // The retry runs: attempt 2 of payment.
+    await deliver(deps, processOrder(orderId, 'retry'), 'claim-2');
+    ({ state } = await load(deps, orderId));
+    assert.equal(state.steps[1].attempt, 2);
+
+    // 2nd timeout (at the soft threshold, below the hard one): notified after the back-off.
+    deps.clock.advanceSeconds(61);
+    report = await sweep(deps);
+    assert.equal(report.retried, 1);
+    ({ state } = await load(deps, orderId));
+    assert.equal(state.processState, 'Pending');
+    assert.equal(state.failureCount, 2);
+    const due = deps.clock.now().getTime() + 30_000;
+    assert.equal(state.scheduledFor?.getTime(), due);
+    notes = await processOrders(orderId);
+    const later = notes.find((m) => m.messageId === processOrderMessageId(orderId, 'backoff-retry', 2, 1));
+    assert.ok(later, notes.map((m) => m.messageId).join(','));
+    assert.equal(later.scheduledEnqueueTimeUtc?.getTime(), due);
+
+    // A process-order arriving early (a duplicate, say) does not jump the back-off.
+    const before = await load(deps, orderId);
+    await deliver(deps, processOrder(orderId, 'backoff-retry'), 'too-early');
+    const unchanged = await load(deps, orderId);
+    assert.deepEqual(unchanged.state, before.state);
+    assert.deepEqual(unchanged.etags, before.etags);
+
+    // The Supervisor leaves a backing-off order alone until its new complete-by.
+    deps.clock.advanceSeconds(29);
+    assert.equal((await sweep(deps)).candidates, 0);
+    deps.clock.advanceSeconds(1);
+    await deliver(deps, processOrder(orderId, 'backoff-retry'), 'claim-3');
+    ({ state } = await load(deps, orderId));
+    assert.equal(state.lockedBy, 'claim-3');
+    assert.equal(state.steps[1].attempt, 3);
+
+    // 3rd timeout (the hard threshold): Error path, alert, compensation of what completed.
+    deps.clock.advanceSeconds(61);
+    report = await sweep(deps);
+    assert.deepEqual([report.retried, report.gaveUp], [0, 1]);
+    ({ state } = await load(deps, orderId));
+    assert.equal(state.processState, 'Compensating');
+    assert.equal(state.errorCode, 'GaveUp');
+    assert.equal(state.failureCount, 3);
+    const alerts = await held(infra, queues.operatorAlerts, orderId);
+    assert.equal(alerts.length, 1);
+    assert.equal(alerts[0].body.orderId, orderId);
+    assert.match(alerts[0].body.reason, /^GaveUp/);
+    // The in-doubt payment is undone first (reverse order), then inventory.
+    assert.deepEqual(
+      state.steps.map((s) => s.status),
+      ['Completed', 'Compensating', 'NotStarted'],
+    );
+    const undo = (await held(infra, queues.paymentAgent, orderId)).filter(
+      (m) => m.subject === 'payment:compensate',
+    );
+    assert.equal(undo.length, 1);
+    await deliver(deps, reply(orderId, 'payment', 1, 'succeeded', 'compensate'));
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded', 'compensate'));
+    ({ state } = await load(deps, orderId));
+    assert.equal(state.processState, 'Error');
+    assert.equal((await held(infra, queues.operatorAlerts, orderId)).length, 1, 'still one alert');
+    assert.equal((await sweep(deps)).candidates, 0, 'a terminal order leaves the sweep');
+  });
+
+  it('two Supervisors sweeping at once act once per order', async () => {
+    const deps = await freshDeps(infra);
+    const orderIds = await Promise.all([1, 2, 3, 4].map(() => submitted(deps)));
+    for (const orderId of orderIds) await deliver(deps, processOrder(orderId));
+    deps.clock.advanceSeconds(61);
+    const [a, b] = await Promise.all([sweep(deps), sweep(deps)]);
+    assert.equal(a.retried + b.retried, orderIds.length, JSON.stringify({ a, b }));
+    assert.equal(a.failed + b.failed, 0);
+    for (const orderId of orderIds) {
+      const { state } = await load(deps, orderId);
+      assert.equal(state.failureCount, 1, 'one timeout counted, not two');
+      assert.equal(state.processState, 'Pending');
+      assert.equal((await processOrders(orderId)).length, 1);
+    }
+  });
+
+  it('a Pending order nobody claimed (lost process-order) is re-notified at its complete-by', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps); // recorded, its message never sent
+    deps.clock.advanceSeconds(31);
+    const report = await sweep(deps);
+    assert.equal(report.retried, 1);
+    const notes = await processOrders(orderId);
+    assert.equal(notes.length, 1);
+    await deliver(deps, notes[0].body);
+    assert.equal((await load(deps, orderId)).state.processState, 'Processing');
+  });
+
+  it('crash after the give-up was written, before its alert and undo went out: the operator is still alerted', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId));
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
+    // Two timeouts handled normally, the third (hard threshold) written by a Supervisor that then died.
+    for (let n = 1; n <= 2; n++) {
+      deps.clock.advanceSeconds(61 + 30);
+      assert.equal((await sweep(deps)).retried, 1);
+      await deliver(deps, processOrder(orderId, n === 1 ? 'retry' : 'backoff-retry'));
+    }
+    deps.clock.advanceSeconds(61);
+    const written = await writeOnly(deps, orderId, { type: 'TimedOut' });
+    assert.equal(written.state.processState, 'Compensating');
+    assert.equal(written.state.errorCode, 'GaveUp');
+    assert.equal(
+      (await held(infra, queues.operatorAlerts, orderId)).length,
+      0,
+      'the alert was lost with the process',
+    );
+
+    // The lost undo times out; the next sweep sends it again, and the undo runs to the end.
+    deps.clock.advanceSeconds(61);
+    await sweep(deps);
+    const undo = (await held(infra, queues.paymentAgent, orderId)).filter(
+      (m) => m.subject === 'payment:compensate',
+    );
+    assert.deepEqual(
+      undo.map((m) => m.body.attempt),
+      [2],
+    );
+    await deliver(deps, reply(orderId, 'payment', 2, 'succeeded', 'compensate'));
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded', 'compensate'));
+    const { state } = await load(deps, orderId);
+    assert.equal(state.processState, 'Error');
+    const alerts = await held(infra, queues.operatorAlerts, orderId);
+    assert.equal(alerts.length, 1, 'an order in Error always has its operator alert');
+    assert.match(alerts[0].body.reason, /^GaveUp/);
+  });
+});
