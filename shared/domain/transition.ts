@@ -305,6 +305,7 @@ class Transition {
       throw refuse('InvalidEvent', 'OperatorResubmit needs an operator');
     this.requireState(['Error'], 'OperatorResubmit');
     const run = this.s.run + 1;
+    const undoRefused = this.s.errorCode === 'CompensationFailed';
     this.s.run = run;
     this.s.processState = 'Pending';
     this.s.lockedBy = null;
@@ -315,13 +316,14 @@ class Transition {
     this.s.scheduledFor = this.now;
     this.s.completeBy = addSeconds(this.now, this.policy.claimTimeoutSeconds);
     // A step still Completed was never undone: its effect stands and is not repeated. A step whose
-    // undo was refused (CompensationFailed) may have its effect too, or (if it was in doubt) may
-    // never have run: it runs again under its ORIGINAL run's idempotency key, so a service that
-    // did it answers from its record (no second charge) and one that did not does it once. Every
-    // other step runs again under the new run's key (the operator has resolved the cause).
+    // undo the service refused may have its effect too, or (if it was in doubt) may never have run:
+    // it runs again under its ORIGINAL run's idempotency key, so a service that did it answers from
+    // its record (no second charge) and one that did not does it once. An undo that only timed out
+    // (CompensationGaveUp) is in doubt both ways; that step, like every other, runs again under the
+    // new run's key: the operator who was alerted and resubmits has checked the service.
     this.s.steps = this.s.steps.map((st) => {
       if (st.status === 'Completed') return st;
-      return freshStep(st.name, st.status === 'CompensationFailed' ? st.run : run);
+      return freshStep(st.name, undoRefused && st.status === 'CompensationFailed' ? st.run : run);
     });
     this.s.updatedAt = this.now;
     this.commands.push(notifyCommand(this.s, this.now));

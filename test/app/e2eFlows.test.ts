@@ -257,41 +257,32 @@ describe('order flows through the stack', { concurrency: true }, () => {
     assert.equal(bad.status, 400);
   });
 
-  // Left in place, skipped, because the fix is in shared/domain (not this helper's to edit): see
-  // the report. Remove the skip once OperatorResubmit keeps the run (idempotency key) of a step
-  // whose undo failed, so its standing effect is answered from the service's record.
-  const doubleChargeBug =
-    'domain bug: resubmit reruns a CompensationFailed step under a new run key (shared/domain/transition.ts)';
-  it(
-    `SKIPPED (${doubleChargeBug}): resubmit after a refused undo does not charge twice`,
-    { skip: doubleChargeBug },
-    async () => {
-      // Shipping refuses the shipment (permanent), so the charge must be undone; the refund is
-      // refused too: Error (CompensationFailed), the run-1 charge standing. The operator resubmits.
-      const orderId = await api.place([
-        'SKU-1',
-        'FAULT:payment:compensation-fails',
-        'FAULT:shipping:permanent',
-      ]);
-      const run1 = await api.until(orderId, terminal);
-      assert.equal(run1.processState, 'Error', JSON.stringify(run1));
-      assert.equal(run1.error?.code, 'CompensationFailed');
-      assert.deepEqual(
-        run1.steps.map((s) => s.status),
-        ['Completed', 'CompensationFailed', 'Failed'],
-      );
-      assert.equal(effectsFor('payment', orderId).length, 1);
-      const resubmit = await api.call('POST', `/orders/${orderId}/resubmit`);
-      assert.equal(resubmit.status, 202);
-      await waitFor('run 2 to finish', async () => {
-        const v = (await api.get(orderId)).body;
-        return v.run === 2 && terminal.includes(v.processState ?? '');
-      });
-      assert.deepEqual(
-        effectsFor('payment', orderId).map((e) => e.idempotencyKey),
-        [`${orderId}:payment`],
-        'the charge whose refund was refused still stands; it must not be taken again under a new key',
-      );
-    },
-  );
+  it('resubmit after a refused undo does not charge twice (the step reruns under its run-1 key)', async () => {
+    // Shipping refuses the shipment (permanent), so the charge must be undone; the refund is
+    // refused too: Error (CompensationFailed), the run-1 charge standing. The operator resubmits.
+    const orderId = await api.place([
+      'SKU-1',
+      'FAULT:payment:compensation-fails',
+      'FAULT:shipping:permanent',
+    ]);
+    const run1 = await api.until(orderId, terminal);
+    assert.equal(run1.processState, 'Error', JSON.stringify(run1));
+    assert.equal(run1.error?.code, 'CompensationFailed');
+    assert.deepEqual(
+      run1.steps.map((s) => s.status),
+      ['Completed', 'CompensationFailed', 'Failed'],
+    );
+    assert.equal(effectsFor('payment', orderId).length, 1);
+    const resubmit = await api.call('POST', `/orders/${orderId}/resubmit`);
+    assert.equal(resubmit.status, 202);
+    await waitFor('run 2 to finish', async () => {
+      const v = (await api.get(orderId)).body;
+      return v.run === 2 && terminal.includes(v.processState ?? '');
+    });
+    assert.deepEqual(
+      effectsFor('payment', orderId).map((e) => e.idempotencyKey),
+      [`${orderId}:payment`],
+      'the charge whose refund was refused still stands; it must not be taken again under a new key',
+    );
+  });
 });

@@ -298,30 +298,21 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     assert.equal(again.status, 409);
   });
 
-  // Left in place, skipped: the fix belongs in shared/domain/outstanding.ts (not this helper's to
-  // edit; see the report). outstandingCommands() for a Processing order re-sends the dispatch only,
-  // so the step-completed status event written with the same transition is lost in a crash.
-  const lostStatusBug =
-    'domain gap: outstandingCommands(Processing) does not re-send step-completed status events (shared/domain/outstanding.ts)';
-  it(
-    `SKIPPED (${lostStatusBug}): crash after a step completion: the redelivered reply also publishes its status event`,
-    { skip: lostStatusBug },
-    async () => {
-      const deps = await freshDeps(infra);
-      const orderId = await submitted(deps);
-      await deliver(deps, processOrder(orderId));
-      await writeOnly(deps, orderId, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 });
-      await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
-      const receiver = infra.client.createReceiver('order-status', 'all');
-      try {
-        const events = await receiver.peekMessages(1000, { fromSequenceNumber: Long.fromNumber(0) });
-        const mine = events
-          .filter((m) => m.correlationId === orderId)
-          .map((m) => `${m.body.event}:${m.body.step ?? ''}`);
-        assert.ok(mine.includes('step-completed:inventory'), mine.join(','));
-      } finally {
-        await receiver.close();
-      }
-    },
-  );
+  it('crash after a step completion: the redelivered reply also publishes its status event', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId));
+    await writeOnly(deps, orderId, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 });
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
+    const receiver = infra.client.createReceiver('order-status', 'all');
+    try {
+      const events = await receiver.peekMessages(1000, { fromSequenceNumber: Long.fromNumber(0) });
+      const mine = events
+        .filter((m) => m.correlationId === orderId)
+        .map((m) => `${m.body.event}:${m.body.step ?? ''}`);
+      assert.ok(mine.includes('step-completed:inventory'), mine.join(','));
+    } finally {
+      await receiver.close();
+    }
+  });
 });
