@@ -33,13 +33,11 @@ interface EmulatorConfig {
 const agentQueues: string[] = [queues.inventoryAgent, queues.paymentAgent, queues.shippingAgent];
 
 export function writeShortLockAppRoot(options: ShortLockOptions): string {
-  const root = mkdtempSync(join(tmpdir(), 'chaos-short-lock-'));
   const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;
 
   // `main` as an absolute glob: the host's loader expands it from "/" (local/host/appLoader.ts).
   const pkg = readJson<Record<string, unknown>>(join(options.repoRoot, 'package.json'));
   const main = join(options.repoRoot, String(pkg.main)).split('\\').join('/');
-  writeFileSync(join(root, 'package.json'), JSON.stringify({ ...pkg, main }, null, 2));
 
   const host = readJson<{ extensions?: { serviceBus?: Record<string, unknown> } }>(
     join(options.repoRoot, 'host.json'),
@@ -52,7 +50,6 @@ export function writeShortLockAppRoot(options: ShortLockOptions): string {
       ...(options.maxConcurrentCalls ? { maxConcurrentCalls: options.maxConcurrentCalls } : {}),
     },
   };
-  writeFileSync(join(root, 'host.json'), JSON.stringify(host, null, 2));
 
   const config = readJson<EmulatorConfig>(
     join(options.repoRoot, 'infra', 'servicebus-emulator', 'Config.json'),
@@ -68,6 +65,10 @@ export function writeShortLockAppRoot(options: ShortLockOptions): string {
   if (changed !== agentQueues.length) {
     throw new Error(`Config.json has ${changed} of the ${agentQueues.length} agent queues`);
   }
+  // Written only once everything checked out, so a refusal leaves no folder behind.
+  const root = mkdtempSync(join(tmpdir(), 'chaos-short-lock-'));
+  writeFileSync(join(root, 'package.json'), JSON.stringify({ ...pkg, main }, null, 2));
+  writeFileSync(join(root, 'host.json'), JSON.stringify(host, null, 2));
   mkdirSync(join(root, 'infra', 'servicebus-emulator'), { recursive: true });
   writeFileSync(join(root, 'infra', 'servicebus-emulator', 'Config.json'), JSON.stringify(config, null, 2));
   return root;
