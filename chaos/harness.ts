@@ -76,6 +76,8 @@ export interface Submitted {
 
 export interface ChaosContext {
   stack: Stack;
+  /** The function app the hosts run (this repo, or a scenario's own app root). */
+  appRoot: string;
   store: StateStore;
   dataDir?: string;
   submitted: Map<string, Submitted>;
@@ -91,26 +93,36 @@ export interface ChaosContext {
   /** The remote services are never restarted, so their ledgers hold the whole run. */
   ledgers(): Record<'inventory' | 'payment' | 'shipping', LedgerSnapshot>;
   log: (line: string) => void;
+  /** Lines from every part of the stack (only with `captureLog`), e.g. the host's settlement warnings. */
+  onLog(listener: (line: string) => void): void;
 }
 
 export interface ContextOptions {
   persistent?: boolean;
   settings?: Record<string, string>;
   verbose?: boolean;
+  /** Another app root (package.json, host.json, Config.json); default this repo. */
+  appRoot?: string;
+  /** Pass the stack's lines to `onLog` listeners even when not verbose. */
+  captureLog?: boolean;
 }
 
 export async function openContext(options: ContextOptions = {}): Promise<ChaosContext> {
   const dataDir = options.persistent ? mkdtempSync(join(tmpdir(), 'chaos-')) : undefined;
   const lines: string[] = [];
+  const listeners: Array<(line: string) => void> = [];
   const log = (line: string): void => {
     if (options.verbose) process.stderr.write(`${line}\n`);
     lines.push(line);
     if (lines.length > 2000) lines.shift();
+    for (const listener of listeners) listener(line);
   };
+  const appRoot = options.appRoot ?? repoRoot;
   const stack = await startStack({
     ports: { http: 0, serviceBus: 0, blob: 0, queue: 0, table: 0, inventory: 0, payment: 0, shipping: 0 },
     settings: { ...chaosSettings, ...options.settings },
-    log: options.verbose ? log : undefined,
+    appRoot,
+    log: options.verbose || options.captureLog ? log : undefined,
   });
   // Not startStack's dataDir: that would also ask the emulator for persistence, which it does not
   // implement yet. Only Azurite needs a folder (to be restarted with its tables), so the
@@ -136,6 +148,7 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
   });
   return {
     stack,
+    appRoot,
     store,
     dataDir,
     submitted: new Map(),
@@ -150,6 +163,9 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
       shipping: stack.remote.shipping.ledger(),
     }),
     log,
+    onLog: (listener) => {
+      listeners.push(listener);
+    },
   };
 }
 
@@ -369,7 +385,7 @@ export async function addHost(
   ctx: ChaosContext,
   env: Record<string, string> = {},
 ): Promise<SpawnedLocalHost> {
-  const host = await spawnLocalHost({ appRoot: repoRoot, env: { ...ctx.stack.env, ...env }, httpPort: 0 });
+  const host = await spawnLocalHost({ appRoot: ctx.appRoot, env: { ...ctx.stack.env, ...env }, httpPort: 0 });
   ctx.extraHosts.push(host);
   return host;
 }
@@ -401,7 +417,7 @@ export async function restartServiceBusEmpty(ctx: ChaosContext, downMs: number):
   await ctx.serviceBus.stop();
   await sleep(downMs);
   ctx.serviceBus = await startServiceBusEmulator({
-    config: join(repoRoot, 'infra', 'servicebus-emulator', 'Config.json'),
+    config: join(ctx.appRoot, 'infra', 'servicebus-emulator', 'Config.json'),
     port,
   });
 }

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { isTerminal, orderWorkflow, type OrderState, type ProcessState } from '../shared/domain/index.js';
 import {
   chaosSettings,
@@ -76,9 +77,30 @@ function startObserver(ctx: ChaosContext, observed: Map<string, ProcessState[]>)
 
 async function runScenario(scenario: Scenario, n: number, verbose: boolean): Promise<ScenarioRow> {
   const started = Date.now();
+  const appRoot = scenario.appRoot?.();
+  try {
+    return await runOnStack(scenario, n, verbose, appRoot, started);
+  } finally {
+    if (appRoot) rmSync(appRoot, { recursive: true, force: true });
+  }
+}
+
+async function runOnStack(
+  scenario: Scenario,
+  n: number,
+  verbose: boolean,
+  appRoot: string | undefined,
+  started: number,
+): Promise<ScenarioRow> {
   const settings = { ...chaosSettings, ...scenario.settings };
   const bound = lostOrderBound(settings, orderWorkflow.steps.length, scenario.outageSeconds ?? 0);
-  const ctx = await openContext({ persistent: scenario.persistent, settings: scenario.settings, verbose });
+  const ctx = await openContext({
+    persistent: scenario.persistent,
+    settings: scenario.settings,
+    verbose,
+    appRoot,
+    captureLog: scenario.captureLog,
+  });
   try {
     const observed = new Map<string, ProcessState[]>();
     const observer = startObserver(ctx, observed);
@@ -92,6 +114,9 @@ async function runScenario(scenario: Scenario, n: number, verbose: boolean): Pro
     const finals = await drain(ctx, lastSubmission + bound.seconds * 1000, observer.record);
     // Let late duplicates and stragglers land before reading the ledgers and the queues.
     await sleep(1500);
+    // The scenario's own proof that its damage really happened (waits for it, bounded).
+    const own = scenario.check ? await scenario.check(ctx) : undefined;
+    if (own?.note) note += `; ${own.note}`;
     const [stored, queues] = await Promise.all([listAllOrderIds(ctx), readQueues(ctx)]);
     const result = checkInvariants({
       ctx,
@@ -102,6 +127,7 @@ async function runScenario(scenario: Scenario, n: number, verbose: boolean): Pro
       alerts: queues.alerts,
       boundSeconds: bound.seconds,
     });
+    result.violations.push(...(own?.violations ?? []));
     if (ctx.refused > 0) note += `; ${ctx.refused} POSTs never acknowledged`;
     return {
       scenario: scenario.name,

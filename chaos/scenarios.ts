@@ -6,6 +6,7 @@ import {
   addHost,
   crashHost,
   proxyTables,
+  repoRoot,
   restartAzurite,
   restartServiceBusEmpty,
   sleep,
@@ -13,6 +14,7 @@ import {
   submitWithoutMessage,
   type ChaosContext,
 } from './harness.js';
+import { writeShortLockAppRoot } from './shortLockApp.js';
 
 /**
  * The chaos scenarios. Each submits `n` orders and does its damage while they run; the runner
@@ -27,9 +29,36 @@ export interface Scenario {
   settings?: Record<string, string>;
   /** Seconds of deliberate outage, added to the lost-order bound. */
   outageSeconds?: number;
+  /** Builds the app root the stack runs (removed after the scenario); default this repo. */
+  appRoot?: () => string;
+  /** The stack's log lines reach `ctx.onLog` listeners. */
+  captureLog?: boolean;
   what: string;
   run(ctx: ChaosContext, n: number): Promise<string>;
+  /**
+   * After the drain: proof that the scenario's damage really happened, so it cannot pass
+   * vacuously. Its violations count like the invariants'.
+   */
+  check?(ctx: ChaosContext): Promise<{ violations: string[]; note: string }>;
 }
+
+/** What agent-past-lock sees in the host's log while it runs. */
+interface LockWatch {
+  /** paymentAgent invocations of a message delivered before (DeliveryCount >= 2). */
+  redelivered: number;
+  /** paymentAgent settlements refused by the broker because the lock had expired. */
+  lockLost: number;
+}
+const lockWatches = new WeakMap<ChaosContext, LockWatch>();
+
+/**
+ * The remote call outlasts the lock: 8 s against a 5 s lock that is never renewed. Deliveries then
+ * start about 0, 5, 10 and 15 s after dispatch; the step timeout of 16 s lets the second one
+ * (done at ~13 s) still reply, so its reply meets the first one's (same message id), and the
+ * fourth sees complete-by pass within its own lock and settles: four deliveries stay under the
+ * agent queues' MaxDeliveryCount of 5.
+ */
+const pastLock = { lockSeconds: 5, callMs: 8000, stepTimeoutSeconds: 16, maxConcurrentCalls: 200 };
 
 const slowAll = (ms: number): string[] => [
   faultSku('inventory', 'slow', ms),
@@ -344,6 +373,90 @@ export const scenarios: Scenario[] = [
       await sleep(4000);
       proxy.setRule(undefined);
       return `dropped ${proxy.dropped()} of ${proxy.matched()} transaction answers`;
+    },
+  },
+  {
+    name: 'agent-past-lock',
+    quick: true,
+    settings: { STEP_TIMEOUT_SECONDS: String(pastLock.stepTimeoutSeconds) },
+    appRoot: () =>
+      writeShortLockAppRoot({
+        repoRoot,
+        lockDuration: `PT${pastLock.lockSeconds}S`,
+        maxAutoLockRenewalDuration: '00:00:00',
+        maxConcurrentCalls: pastLock.maxConcurrentCalls,
+      }),
+    captureLog: true,
+    what:
+      'an Agent still waiting on the remote service when its message lock expires (agent queues PT5S, ' +
+      'lock renewal off, payment slow:8000, step timeout 16 s): the broker redelivers to a second ' +
+      'invocation that calls again with the same Idempotency-Key, the first settlement fails with the ' +
+      'lock lost, the second reply carries the same message id',
+    async run(ctx, n) {
+      const watch: LockWatch = { redelivered: 0, lockLost: 0 };
+      lockWatches.set(ctx, watch);
+      ctx.onLog((line) => {
+        if (!line.includes('paymentAgent')) return;
+        const delivery = /Executing 'Functions\.paymentAgent' \(Reason='.*DeliveryCount=(\d+)/.exec(line);
+        if (delivery && Number(delivery[1]) >= 2) watch.redelivered += 1;
+        if (/Could not complete message .*lock/i.test(line)) watch.lockLost += 1;
+      });
+      const slowPayment = faultSku('payment', 'slow', pastLock.callMs);
+      // A third also fail at shipping: the refund is as slow, so the compensation outlives its
+      // lock too. A third run without faults through the same short-lock queues.
+      await submitMany(ctx, n, [[slowPayment], [slowPayment, faultSku('shipping', 'permanent')], []], 250);
+      return `lock ${pastLock.lockSeconds} s not renewed, payment ${pastLock.callMs / 1000} s, step timeout ${pastLock.stepTimeoutSeconds} s`;
+    },
+    async check(ctx) {
+      const watch = lockWatches.get(ctx)!;
+      const counts = () => {
+        const payment = ctx.ledgers().payment.counts;
+        const entity = ctx.serviceBus.counters().entities.find((e) => e.path === queues.paymentAgent);
+        const scheduler = ctx.serviceBus.counters().senders.find((s) => s.path === queues.scheduler);
+        return {
+          chargesAbsorbed: payment.duplicatesAbsorbed,
+          refunds: payment.compensations,
+          refundsAbsorbed: payment.compensationDuplicatesAbsorbed,
+          lockExpired: entity?.lockExpired ?? 0,
+          schedulerDuplicates: scheduler?.duplicates ?? 0,
+        };
+      };
+      // The second invocation's call ends a whole slow call after the first: wait for it, bounded.
+      const deadline = Date.now() + 30_000;
+      let c = counts();
+      while (
+        (c.chargesAbsorbed === 0 ||
+          c.lockExpired === 0 ||
+          watch.redelivered === 0 ||
+          watch.lockLost === 0 ||
+          c.schedulerDuplicates === 0 ||
+          (c.refunds > 0 && c.refundsAbsorbed === 0)) &&
+        Date.now() < deadline
+      ) {
+        await sleep(500);
+        c = counts();
+      }
+      const violations: string[] = [];
+      if (c.lockExpired === 0) violations.push('past-lock: no lock on agent-payment expired');
+      if (watch.redelivered === 0)
+        violations.push('past-lock: no paymentAgent invocation with DeliveryCount >= 2 (no redelivery)');
+      if (c.chargesAbsorbed === 0)
+        violations.push(
+          'past-lock: the payment ledger absorbed no duplicate charge (the redelivery never called)',
+        );
+      if (watch.lockLost === 0)
+        violations.push('past-lock: no paymentAgent settlement failed with the lock lost');
+      if (c.refunds > 0 && c.refundsAbsorbed === 0)
+        violations.push('past-lock: refunds were made but no redelivered refund reached the ledger');
+      if (c.schedulerDuplicates === 0)
+        violations.push('past-lock: no second reply for the same attempt reached the scheduler queue');
+      return {
+        violations,
+        note:
+          `locks expired ${c.lockExpired}, redeliveries ${watch.redelivered}, lock-lost settlements ` +
+          `${watch.lockLost}, duplicates absorbed: charge ${c.chargesAbsorbed} refund ${c.refundsAbsorbed}, ` +
+          `scheduler duplicates dropped ${c.schedulerDuplicates}`,
+      };
     },
   },
 ];
