@@ -43,9 +43,11 @@ export interface Bound {
 }
 
 /**
- * Invariant 1's bound: step timeout x (hard threshold + steps) + sweep interval + margin, where
- * each of those timeouts may also wait a sweep interval to be noticed and the retries past the soft
- * threshold wait the extended back-off. Outages a scenario causes on purpose are added on top.
+ * Invariant 1's bound, from the configuration. Forward: at most `hard` timeouts in a run (each
+ * noticed within a sweep, those from the soft threshold on after the extended back-off) plus the
+ * steps that succeed (each within a step timeout). Then, if the order gives up, compensation: each
+ * step's undo has the same thresholds of its own (`compensationAttempt`), so up to `steps` undos
+ * of up to `hard` timeouts each. Outages a scenario causes on purpose are added on top.
  */
 export function lostOrderBound(settings: Record<string, string>, steps: number, outageSeconds = 0): Bound {
   const timeout = Number(settings.STEP_TIMEOUT_SECONDS);
@@ -54,13 +56,16 @@ export function lostOrderBound(settings: Record<string, string>, steps: number, 
   const backoff = Number(settings.EXTENDED_BACKOFF_SECONDS);
   const sweep = 1; // SUPERVISOR_SCHEDULE every second
   const margin = 15; // host start-up, a loaded 2-core machine
-  const timeouts = hard + steps;
-  const seconds = timeouts * (timeout + sweep) + (hard - soft) * backoff + sweep + margin + outageSeconds;
+  const retries = hard * (timeout + sweep) + (hard - soft) * backoff;
+  const forward = retries + steps * timeout;
+  const compensation = steps * retries;
+  const seconds = forward + compensation + sweep + margin + outageSeconds;
   return {
     seconds,
     formula:
-      `(hard ${hard} + steps ${steps}) x (step timeout ${timeout}s + sweep ${sweep}s) + ` +
-      `(hard - soft ${soft}) x back-off ${backoff}s + sweep ${sweep}s + margin ${margin}s` +
+      `forward [hard ${hard} x (step timeout ${timeout}s + sweep ${sweep}s) + (hard - soft ${soft}) x back-off ${backoff}s` +
+      ` + steps ${steps} x ${timeout}s = ${forward}s] + compensation [steps ${steps} x ${retries}s = ${compensation}s]` +
+      ` + sweep ${sweep}s + margin ${margin}s` +
       (outageSeconds ? ` + outage ${outageSeconds}s` : '') +
       ` = ${seconds}s`,
   };
