@@ -55,9 +55,10 @@ export interface StackOptions {
   /** Folder for Azurite's data (and the emulator's, with persistServiceBus); in memory when absent. */
   dataDir?: string;
   /**
-   * Also keep Service Bus messages in dataDir. Off by default: the emulator does not persist yet
-   * (like Microsoft's). Orders survive anyway, because they live in Table Storage and the
-   * Supervisor re-drives every in-flight order whose messages were lost once its complete-by passes.
+   * Also keep Service Bus messages in <dataDir>/servicebus (the emulator's persistence). Off by
+   * default here so tests get Microsoft's emulator behaviour; `npm start` turns it on. Orders
+   * survive either way: they live in Table Storage and the Supervisor re-drives every in-flight
+   * order whose messages were lost once its complete-by passes.
    */
   persistServiceBus?: boolean;
   /** The function app's root (package.json with `main`, host.json). Default: this repo. */

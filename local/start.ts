@@ -90,6 +90,8 @@ async function main(): Promise<void> {
     stack = await startStack({
       ports,
       dataDir: inMemory ? undefined : dataDir,
+      // Messages in flight survive a restart too (<dataDir>/servicebus/servicebus.log).
+      persistServiceBus: !inMemory,
       settings,
       functionKey: key.key,
       ownProcessGroups: true,

@@ -3,6 +3,9 @@
  * Each case runs for a bounded time (BENCH_SECONDS, default 3) and prints messages per second.
  */
 import { ServiceBusClient } from '@azure/service-bus';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startServiceBusEmulator } from './index.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -69,18 +72,32 @@ async function receiveCase(cs: string, clients: number): Promise<number> {
   return counts.reduce((a, b) => a + b, 0) / seconds;
 }
 
-async function main(): Promise<void> {
-  const emulator = await startServiceBusEmulator({ config, port: 0 });
+async function run(label: string, dataDir?: string): Promise<Array<[string, number]>> {
+  const emulator = await startServiceBusEmulator({ config, port: 0, dataDir });
   const cs = emulator.connectionString;
   const rows: Array<[string, number]> = [];
-  rows.push(['send single, 1 client', await sendCase(cs, 1, false)]);
-  rows.push(['send single, 4 clients', await sendCase(cs, 4, false)]);
-  rows.push(['send batched (100), 1 client', await sendCase(cs, 1, true)]);
-  rows.push(['send batched (100), 4 clients', await sendCase(cs, 4, true)]);
-  rows.push(['receive+complete peek-lock, 1 client', await receiveCase(cs, 1)]);
-  rows.push(['receive+complete peek-lock, 4 clients', await receiveCase(cs, 4)]);
+  rows.push([`send single, 1 client${label}`, await sendCase(cs, 1, false)]);
+  rows.push([`send single, 4 clients${label}`, await sendCase(cs, 4, false)]);
+  rows.push([`send batched (100), 1 client${label}`, await sendCase(cs, 1, true)]);
+  rows.push([`send batched (100), 4 clients${label}`, await sendCase(cs, 4, true)]);
+  rows.push([`receive+complete peek-lock, 1 client${label}`, await receiveCase(cs, 1)]);
+  rows.push([`receive+complete peek-lock, 4 clients${label}`, await receiveCase(cs, 4)]);
   await emulator.stop();
-  for (const [name, rate] of rows) process.stdout.write(`${name.padEnd(42)} ${Math.round(rate)} msg/s\n`);
+  return rows;
+}
+
+/** BENCH_PERSIST=0 skips the persisted variant (same cases with dataDir in a temp folder). */
+async function main(): Promise<void> {
+  const rows = await run('');
+  if (process.env.BENCH_PERSIST !== '0') {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-bench-'));
+    try {
+      rows.push(...(await run(', persisted', dir)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  for (const [name, rate] of rows) process.stdout.write(`${name.padEnd(54)} ${Math.round(rate)} msg/s\n`);
 }
 
 main().catch((err: unknown) => {

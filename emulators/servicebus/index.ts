@@ -17,8 +17,13 @@ export interface ServiceBusEmulatorOptions {
   port?: number;
   /** Interface to bind. Default 127.0.0.1. */
   host?: string;
-  /** Directory where messages survive restarts. Without it everything is in memory. */
+  /**
+   * Directory where messages survive restarts (file `servicebus.log`, see README). Without it
+   * everything is in memory.
+   */
   dataDir?: string;
+  /** With dataDir: appended records after which the log is compacted (default 10 000). */
+  compactAfterRecords?: number;
   log?: (line: string) => void;
 }
 
@@ -48,7 +53,12 @@ export async function startServiceBusEmulator(
   let persistence: { close(): Promise<void> } | undefined;
   if (options.dataDir) {
     const { attachPersistence } = await import('./persistence.js');
-    persistence = await attachPersistence(ns, options.dataDir, log);
+    try {
+      persistence = await attachPersistence(ns, options.dataDir, log, options.compactAfterRecords);
+    } catch (err) {
+      ns.close();
+      throw err;
+    }
   }
   const server = new AmqpServer(ns, { port: options.port ?? 5672, host, log });
   let port: number;

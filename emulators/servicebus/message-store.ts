@@ -94,8 +94,12 @@ export class MessageStore {
   onAvailable: () => void = () => {};
   /** Set by the owner: where dead-lettered messages go. */
   deadLetterSink: DeadLetterSink = () => {};
-  /** Set by the owner: called after any change worth persisting. */
-  onChange: () => void = () => {};
+  /**
+   * Set by the owner: called with a message's sequence number after any change worth persisting
+   * to it (added, removed, state, delivery count, properties, or locked: a lock lost to a restart
+   * counts as a delivery attempt, as in Azure).
+   */
+  onChange: (seq: number) => void = () => {};
 
   constructor(
     readonly path: string,
@@ -119,8 +123,27 @@ export class MessageStore {
       if (msg.state === 'active') this.makeAvailable(msg);
       this.trackExpiry(msg);
     }
-    this.onChange();
+    this.onChange(msg.seq);
     if (this.inAvailable.size > 0) this.onAvailable();
+  }
+
+  /**
+   * Puts back a message read from disk at start. One whose delivery attempts are used up (its
+   * last lock was lost to the restart) is dead-lettered, as a lock expiry would have done.
+   */
+  restore(msg: StoredMessage, now = Date.now()): void {
+    if (
+      !this.limits.isDeadLetterQueue &&
+      msg.state !== 'scheduled' &&
+      msg.deliveryCount >= this.limits.maxDeliveryCount
+    ) {
+      this.moveToDeadLetter(msg, {
+        reason: 'MaxDeliveryCountExceeded',
+        description: `Message could not be consumed after ${this.limits.maxDeliveryCount} delivery attempts.`,
+      });
+      return;
+    }
+    this.enqueue(msg, now);
   }
 
   private activateScheduled(msg: StoredMessage, now: number): void {
@@ -164,10 +187,10 @@ export class MessageStore {
       this.counters.delivered++;
       if (mode === 'receiveAndDelete') {
         this.messages.delete(seq);
-        this.onChange();
       } else {
         this.lock(msg, 'active', now);
       }
+      this.onChange(seq);
       return msg;
     }
   }
@@ -204,7 +227,7 @@ export class MessageStore {
     this.unlock(msg);
     this.messages.delete(msg.seq);
     this.counters.completed++;
-    this.onChange();
+    this.onChange(msg.seq);
   }
 
   /** Releases the lock; the delivery count goes up and MaxDeliveryCount may dead-letter it. */
@@ -221,7 +244,7 @@ export class MessageStore {
     this.unlock(msg);
     msg.state = 'deferred';
     this.counters.deferred++;
-    this.onChange();
+    this.onChange(msg.seq);
   }
 
   deadLetter(token: string, info: DeadLetterInfo, now = Date.now()): void {
@@ -262,10 +285,10 @@ export class MessageStore {
         return;
       }
       this.makeAvailable(msg);
-      this.onChange();
+      this.onChange(msg.seq);
       this.onAvailable();
     } else {
-      this.onChange();
+      this.onChange(msg.seq);
     }
   }
 
@@ -281,7 +304,7 @@ export class MessageStore {
     if (info.description !== undefined) props.DeadLetterErrorDescription = info.description;
     msg.amqp.application_properties = props;
     msg.state = 'active';
-    this.onChange();
+    this.onChange(msg.seq);
     this.deadLetterSink(msg, info);
   }
 
@@ -295,7 +318,7 @@ export class MessageStore {
     } else {
       this.messages.delete(msg.seq);
       this.inAvailable.delete(msg.seq);
-      this.onChange();
+      this.onChange(msg.seq);
     }
   }
 
@@ -311,7 +334,7 @@ export class MessageStore {
       this.makeAvailable(msg);
       this.trackExpiry(msg);
       becameAvailable = true;
-      this.onChange();
+      this.onChange(seq);
     }
     while ((this.lockExpiries.peekKey() ?? Infinity) <= now) {
       const token = this.lockExpiries.pop()!;
@@ -334,9 +357,11 @@ export class MessageStore {
   cancelScheduled(seqs: number[]): void {
     for (const seq of seqs) {
       const msg = this.messages.get(seq);
-      if (msg && msg.state === 'scheduled') this.messages.delete(seq);
+      if (msg && msg.state === 'scheduled') {
+        this.messages.delete(seq);
+        this.onChange(seq);
+      }
     }
-    this.onChange();
   }
 
   /** Receives deferred messages by sequence number; any that is not deferred fails the whole call. */
@@ -355,8 +380,8 @@ export class MessageStore {
       this.counters.delivered++;
       if (mode === 'receiveAndDelete') this.messages.delete(msg.seq);
       else this.lock(msg, 'deferred', now);
+      this.onChange(msg.seq);
     }
-    this.onChange();
     return found;
   }
 

@@ -35,7 +35,7 @@ export interface ReceivableEntity {
 }
 
 /** Something a sender can address: a queue or a topic. */
-interface SendTarget {
+export interface SendTarget {
   kind: 'queue' | 'topic';
   path: string;
   defaultTtlMs: number;
@@ -64,8 +64,15 @@ export class Namespace {
   private readonly targets = new Map<string, SendTarget>();
   private readonly receivables = new Map<string, ReceivableEntity>();
   private readonly ticker: NodeJS.Timeout;
-  /** Called after any state change; persistence hooks in here. */
-  onChange: () => void = () => {};
+  /** Persistence hooks in here: a message changed in a store (see MessageStore.onChange). */
+  onMessageChange: (store: MessageStore, seq: number) => void = () => {};
+  /** Persistence hooks in here: a target took a sequence number, or remembered a message id. */
+  onTargetChange: (target: SendTarget, seenIdKey?: string) => void = () => {};
+  /**
+   * Runs `done` once every change made so far is durable; the server acknowledges sends and
+   * settlements through it. Without persistence there is nothing to wait for.
+   */
+  afterDurable: (done: (err?: Error) => void) => void = (done) => done();
 
   constructor(readonly config: NamespaceConfig) {
     for (const q of config.queues) {
@@ -121,8 +128,8 @@ export class Namespace {
     });
     const entity: ReceivableEntity = { kind, path, config, active, deadLetter };
     active.deadLetterSink = (msg) => this.deadLetter(entity, msg);
-    active.onChange = () => this.onChange();
-    deadLetter.onChange = () => this.onChange();
+    active.onChange = (seq) => this.onMessageChange(active, seq);
+    deadLetter.onChange = (seq) => this.onMessageChange(deadLetter, seq);
     this.receivables.set(path.toLowerCase(), entity);
     return entity;
   }
@@ -221,9 +228,11 @@ export class Namespace {
         return undefined;
       }
       seen.set(key, now);
+      this.onTargetChange(target, key);
     }
     target.sent++;
     const seq = target.nextSeq++;
+    this.onTargetChange(target);
     const scheduledRaw = amqp.message_annotations?.['x-opt-scheduled-enqueue-time'];
     const scheduledAt =
       scheduledRaw !== undefined && scheduledRaw !== null ? toMillis(scheduledRaw) : undefined;
@@ -305,7 +314,7 @@ export class Namespace {
     return [...this.receivables.values()];
   }
 
-  allTargets(): Array<{ path: string; nextSeq: number; seenIds: Map<string, number> }> {
+  allTargets(): SendTarget[] {
     return [...this.targets.values()];
   }
 

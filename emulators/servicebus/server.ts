@@ -285,7 +285,11 @@ export class AmqpServer {
     const mgmt = /^(.*)\/\$management$/i.exec(address);
     if (mgmt) {
       delivery.accept();
-      this.replyOn(ctx.connection, request, handleManagement(this.ns, mgmt[1], request));
+      const response = handleManagement(this.ns, mgmt[1], request);
+      // Schedule, cancel and update-disposition answer only once their change is durable.
+      this.ns.afterDurable((err) =>
+        this.replyOn(ctx.connection, request, err ? managementFailure(request, err) : response),
+      );
       return;
     }
     try {
@@ -295,7 +299,11 @@ export class AmqpServer {
       for (const m of messages) this.ns.validateSend(address, m);
       const now = Date.now();
       for (const m of messages) this.ns.send(address, m, now);
-      delivery.accept();
+      // An acknowledged send is never lost: with persistence the accept waits for the fsync.
+      this.ns.afterDurable((err) => {
+        if (err) delivery.reject({ condition: 'amqp:internal-error', description: err.message });
+        else delivery.accept();
+      });
     } catch (err) {
       const condition = err instanceof EntityError ? err.condition : 'amqp:internal-error';
       delivery.reject({ condition, description: (err as Error).message });
@@ -418,6 +426,30 @@ export class AmqpServer {
         .rejected({ error: { condition, description: (err as Error).message } })
         .described();
     }
-    delivery.update(true, settledState);
+    this.ns.afterDurable((err) => {
+      if (err) {
+        settledState = outcomes
+          .rejected({ error: { condition: 'amqp:internal-error', description: err.message } })
+          .described();
+      }
+      delivery.update(true, settledState);
+    });
   }
+}
+
+function managementFailure(request: Message, err: Error): Message {
+  const props = {
+    statusCode: 500,
+    'status-code': 500,
+    statusDescription: err.message,
+    'status-description': err.message,
+    errorCondition: 'amqp:internal-error',
+    'error-condition': 'amqp:internal-error',
+  };
+  return {
+    correlation_id: request.message_id,
+    to: request.reply_to,
+    application_properties: props,
+    body: undefined,
+  };
 }
