@@ -129,8 +129,8 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
     appRoot,
     log: options.verbose || options.captureLog ? log : undefined,
   });
-  // Not startStack's dataDir: that would also ask the emulator for persistence, which it does not
-  // implement yet. Only Azurite needs a folder (to be restarted with its tables), so the
+  // Not startStack's dataDir: the emulator stays in memory (Microsoft's behaviour) unless a
+  // scenario swaps in a persisted one itself. Only Azurite needs a folder (to be restarted with its tables), so the
   // in-memory Azurite is swapped for one on a data folder, same ports, before any order exists.
   let azurite = stack.azurite;
   if (dataDir) {
