@@ -117,7 +117,7 @@ async function main(): Promise<void> {
 
   const readyMs = performance.now();
   ready = true;
-  process.stdout.write(readinessBlock({ stack, readyMs, dataDir, inMemory, keySource: key.source }) + '\n');
+  // stack.json first: whoever reads the readiness block (the demo, a test) may look for it at once.
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(
     join(dataDir, stackInfoFile),
@@ -137,6 +137,7 @@ async function main(): Promise<void> {
       2,
     ),
   );
+  process.stdout.write(readinessBlock({ stack, readyMs, dataDir, inMemory, keySource: key.source }) + '\n');
 
   // A host that dies on its own (not by our signal) takes the stack down with exit 1.
   const host = stack.host();

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { assertPortFree } from '../../local/ports.js';
 import { portFlags } from '../../local/startOptions.js';
+import { faultSku } from '../../local/remoteServices/index.js';
 import { freePorts } from './helpers.js';
 
 // `npm start` itself, as a child process (node dist/local/start.js): readiness block, the curl
@@ -20,10 +21,10 @@ after(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-function run(args: string[]) {
+function run(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [startJs, ...args], {
     cwd: scratch,
-    env: { ...process.env, FUNCTIONS_LOCAL_KEY: '' },
+    env: { ...process.env, FUNCTIONS_LOCAL_KEY: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -37,9 +38,9 @@ function run(args: string[]) {
   return { child, exited, out: () => stdout, err: () => stderr };
 }
 
-async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -146,4 +147,66 @@ test('npm start: a bad flag or setting is exit 2 and starts nothing', async () =
   const unknown = run(['--colour']);
   assert.equal((await unknown.exited).code, 2);
   assert.match(unknown.err(), /unknown option --colour/);
+});
+
+test('npm start with a data folder: a restart keeps the order and its queued messages, no Supervisor needed', async () => {
+  const ports = await freePorts(portFlags.length);
+  const dataDir = join(scratch, 'kept');
+  const args = ['--data-dir', dataDir];
+  portFlags.forEach((p, i) => args.push(p.flag, String(ports[i])));
+  // A step timeout far beyond this test: only a kept message can finish the order in time; the
+  // Supervisor would not re-drive it for 10 minutes.
+  const env = { STEP_TIMEOUT_SECONDS: '600', SUPERVISOR_SCHEDULE: '0 0 * * * *' };
+  const api = `http://127.0.0.1:${ports[0]}/api`;
+  const first = run(args, env);
+  await until('the readiness block', () => first.out().includes('Ctrl-C stops everything.'));
+  const key = readFileSync(join(dataDir, 'function-key'), 'utf8').trim();
+  const headers = { 'content-type': 'application/json', 'x-functions-key': key };
+  const view = async (id: string) =>
+    (await (await fetch(`${api}/orders/${id}`, { headers })).json()) as {
+      processState: string;
+      failureCount: number;
+      updatedAt: string;
+      steps: Array<{ name: string; status: string; attempt: number }>;
+    };
+  const response = await fetch(`${api}/orders`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      customerId: 'c-restart',
+      items: [{ sku: faultSku('shipping', 'slow', 3000), quantity: 1, unitPrice: 5 }],
+      shippingAddress: { name: 'R', line1: 'Main St 1', city: 'Berlin', postalCode: '10115', country: 'DE' },
+    }),
+  });
+  assert.equal(response.status, 202, await response.clone().text());
+  const { orderId } = (await response.json()) as { orderId: string };
+  await until('the shipping step running', async () => {
+    const v = await view(orderId);
+    return v.steps.find((s) => s.name === 'shipping')?.status === 'Running';
+  });
+  first.child.kill('SIGINT');
+  assert.deepEqual(await first.exited, { code: 0, signal: null }, first.err());
+  assert.ok(existsSync(join(dataDir, 'servicebus', 'servicebus.log')), 'the emulator kept its log');
+
+  const secondStartedAt = Date.now();
+  const second = run(args, env);
+  await until('the readiness block again', () => second.out().includes('Ctrl-C stops everything.'));
+  let v = await view(orderId);
+  const end = Date.now() + 60_000;
+  while (v.processState !== 'Processed' && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 200));
+    v = await view(orderId);
+  }
+  assert.equal(v.processState, 'Processed', JSON.stringify(v));
+  assert.ok(
+    Date.parse(v.updatedAt) >= secondStartedAt,
+    `finished by the second run (${v.updatedAt}), not while the first one stopped`,
+  );
+  assert.equal(v.failureCount, 0, 'no step timed out: the queued message carried the order on');
+  assert.deepEqual(
+    v.steps.map((s) => s.attempt),
+    [1, 1, 1],
+  );
+  second.child.kill('SIGINT');
+  assert.deepEqual(await second.exited, { code: 0, signal: null }, second.err());
 });
