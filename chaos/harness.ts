@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -443,4 +444,101 @@ export async function proxyTables(ctx: ChaosContext): Promise<TcpProxy> {
   await ctx.stack.killHost('SIGTERM');
   await ctx.stack.startHost();
   return proxy;
+}
+
+/** A Service Bus emulator running as its own process (so it can be SIGKILLed), on a data folder. */
+export interface ServiceBusProcess extends ServiceBusEmulator {
+  /** Its `--verbose` lines so far (e.g. `persistence: 12 messages restored from ...`). */
+  lines: string[];
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+const emulatorCli = resolve(__dirname, '..', 'emulators', 'servicebus', 'cli.js');
+
+/** Starts `cli.js --data <dataDir> --port <port>` and resolves once it listens. */
+export async function spawnServiceBusEmulator(
+  ctx: ChaosContext,
+  port: number,
+  dataDir: string,
+): Promise<ServiceBusProcess> {
+  const config = join(ctx.appRoot, 'infra', 'servicebus-emulator', 'Config.json');
+  const child = spawn(
+    process.execPath,
+    [emulatorCli, '--config', config, '--port', String(port), '--data', dataDir, '--verbose'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const lines: string[] = [];
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  let out = '';
+  const listening = new Promise<string>((resolvePromise, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /ConnectionString=(\S+)/.exec(out);
+      if (m) resolvePromise(m[1]);
+    });
+    child.once('exit', (code, signal) =>
+      reject(new Error(`the emulator exited before listening (${code ?? signal}): ${lines.join(' | ')}`)),
+    );
+  });
+  let buffered = '';
+  child.stderr!.on('data', (c: Buffer) => {
+    buffered += c.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop()!;
+    for (const l of parts) {
+      lines.push(l);
+      ctx.log(l);
+    }
+  });
+  const connectionString = await listening;
+  const kill = async (signal: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  return {
+    port,
+    connectionString,
+    lines,
+    kill,
+    stop: () => kill('SIGTERM'),
+    counters: () => {
+      throw new Error('counters() is not available for an emulator in another process');
+    },
+  };
+}
+
+/**
+ * Swaps the stack's in-memory emulator for one in its own process with persistence, same port,
+ * before any order exists. Returns its data folder.
+ */
+export async function runServiceBusWithPersistence(ctx: ChaosContext): Promise<string> {
+  if (!ctx.dataDir) throw new Error('a persisted emulator needs a data folder (persistent context)');
+  const dataDir = join(ctx.dataDir, 'servicebus');
+  const port = ctx.serviceBus.port;
+  await ctx.serviceBus.stop();
+  ctx.serviceBus = await spawnServiceBusEmulator(ctx, port, dataDir);
+  return dataDir;
+}
+
+/**
+ * SIGKILLs the persisted emulator (no clean stop, no final write) and starts it again on its data
+ * folder and port. Returns how many messages it says it restored.
+ */
+export async function crashServiceBusKeepingData(
+  ctx: ChaosContext,
+  dataDir: string,
+  downMs: number,
+): Promise<number> {
+  const running = ctx.serviceBus as ServiceBusProcess;
+  if (typeof running.kill !== 'function') throw new Error('runServiceBusWithPersistence first');
+  await running.kill('SIGKILL');
+  await sleep(downMs);
+  const restarted = await spawnServiceBusEmulator(ctx, running.port, dataDir);
+  ctx.serviceBus = restarted;
+  // stderr and stdout are separate pipes: the restore line may arrive just after "listening".
+  const restoredLine = () => restarted.lines.find((l) => /persistence: \d+ messages restored/.test(l));
+  for (let waited = 0; !restoredLine() && waited < 5_000; waited += 50) await sleep(50);
+  const line = restoredLine();
+  if (!line) throw new Error(`the restarted emulator did not report its restore: ${restarted.lines.join(' | ')}`);
+  return Number(/persistence: (\d+) messages restored/.exec(line)![1]);
 }

@@ -5,10 +5,12 @@ import { queues } from '../shared/messaging/entities.js';
 import {
   addHost,
   crashHost,
+  crashServiceBusKeepingData,
   proxyTables,
   repoRoot,
   restartAzurite,
   restartServiceBusEmpty,
+  runServiceBusWithPersistence,
   sleep,
   submitOrder,
   submitWithoutMessage,
@@ -50,6 +52,8 @@ interface LockWatch {
   lockLost: number;
 }
 const lockWatches = new WeakMap<ChaosContext, LockWatch>();
+/** servicebus-sigkill-kept: messages the restarted emulator read back from its log. */
+const restoredCounts = new WeakMap<ChaosContext, number>();
 
 /**
  * The remote call outlasts the lock: 8 s against a 5 s lock that is never renewed. Deliveries then
@@ -296,6 +300,43 @@ export const scenarios: Scenario[] = [
       await sleep(800);
       await restartServiceBusEmpty(ctx, 1500);
       return 'emulator lost all messages; host kept';
+    },
+  },
+  {
+    name: 'servicebus-sigkill-kept',
+    quick: true,
+    persistent: true,
+    outageSeconds: 10,
+    // Longer than the host takes to notice the broker is back (its watchdog looks every 5 s), so
+    // an order whose messages came back finishes without the Supervisor.
+    settings: { STEP_TIMEOUT_SECONDS: '30' },
+    what:
+      'the Service Bus emulator WITH persistence (--data), as its own process, SIGKILLed mid-flight and ' +
+      'started again on its folder (step timeout 30 s): the acknowledged messages come back and carry ' +
+      'the orders on without the Supervisor; the host reconnects by itself',
+    async run(ctx, n) {
+      const dataDir = await runServiceBusWithPersistence(ctx);
+      await submitMany(ctx, n, [slowAll(500), []], 80);
+      await sleep(800);
+      const restored = await crashServiceBusKeepingData(ctx, dataDir, 1500);
+      restoredCounts.set(ctx, restored);
+      return `emulator SIGKILLed, ${restored} messages restored from its log; host kept`;
+    },
+    async check(ctx) {
+      const restored = restoredCounts.get(ctx) ?? 0;
+      let retried = 0;
+      for (const orderId of ctx.submitted.keys()) {
+        const stored = await ctx.store.load(orderId);
+        if (stored && stored.state.failureCount > 0) retried += 1;
+      }
+      const violations: string[] = [];
+      if (restored === 0) violations.push('sigkill-kept: the restarted emulator restored no message');
+      if (retried === ctx.submitted.size)
+        violations.push('sigkill-kept: every order needed the Supervisor (no kept message carried one on)');
+      return {
+        violations,
+        note: `${restored} messages restored; ${retried} of ${ctx.submitted.size} orders needed the Supervisor`,
+      };
     },
   },
   {
