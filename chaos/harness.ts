@@ -539,6 +539,7 @@ export async function crashServiceBusKeepingData(
   const restoredLine = () => restarted.lines.find((l) => /persistence: \d+ messages restored/.test(l));
   for (let waited = 0; !restoredLine() && waited < 5_000; waited += 50) await sleep(50);
   const line = restoredLine();
-  if (!line) throw new Error(`the restarted emulator did not report its restore: ${restarted.lines.join(' | ')}`);
+  if (!line)
+    throw new Error(`the restarted emulator did not report its restore: ${restarted.lines.join(' | ')}`);
   return Number(/persistence: (\d+) messages restored/.exec(line)![1]);
 }
