@@ -16,8 +16,19 @@ import { freePorts } from './helpers.js';
 const startJs = resolve(__dirname, '..', '..', 'local', 'start.js');
 const scratch = mkdtempSync(join(tmpdir(), 'e2e-start-'));
 const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+after(async () => {
+  // A test that failed half-way leaves its `npm start` running: Ctrl-C it, so that it stops its
+  // children too (they run in their own process groups, a SIGKILL would orphan them).
+  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
+  await Promise.all(
+    alive.map(async (c) => {
+      const exited = new Promise<void>((r) => c.once('exit', () => r()));
+      c.kill('SIGINT');
+      const timer = setTimeout(() => c.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
   rmSync(scratch, { recursive: true, force: true });
 });
 
