@@ -13,7 +13,8 @@ import { stateRowKey, type Row } from './rows.js';
  *   before and again after an operator's resubmit, so a concurrent clean-up cannot strand it);
  * - it is removed only after the order is terminal, by deleting with the ETag read BEFORE the
  *   state row was checked: if anyone re-wrote the row in between, the delete fails (412) and the
- *   row stays;
+ *   row stays; on the hot path the ETag is the one the order's own put returned, kept in its
+ *   state row, so the finishing save removes the row in one request (`removeAsWritten`);
  * - CheckAfter is a hint of when the order's complete-by may have passed. Scheduler transitions
  *   never touch it; the sweep pushes it forward lazily when it finds the deadline moved.
  *
@@ -57,12 +58,37 @@ export class InFlightIndex {
     return orderId.slice(0, 2);
   }
 
-  /** Adds (or refreshes) an order's row. Upsert is right here: the index is a hint, not state. */
-  async put(orderId: string, checkAfter: Date): Promise<void> {
-    await this.table.upsertEntity(
+  /**
+   * Adds (or refreshes) an order's row. Upsert is right here: the index is a hint, not state.
+   * Returns the row's new ETag, which the state store keeps with the order (see `removeAsWritten`).
+   */
+  async put(orderId: string, checkAfter: Date): Promise<string | undefined> {
+    const response = await this.table.upsertEntity(
       { partitionKey: InFlightIndex.partitionFor(orderId), rowKey: orderId, CheckAfter: checkAfter },
       'Replace',
     );
+    return response.etag;
+  }
+
+  /**
+   * Removes a finished order's row in one request when it is still exactly the version this
+   * order's own put wrote (`etag`). Any later write of the row (an operator's resubmit, which
+   * re-puts the row before the order becomes in-flight again; the sweep moving CheckAfter) changes
+   * its ETag, so the delete fails with 412 and the careful path decides: read the row, read the
+   * state row, delete only if terminal. Without an ETag only the careful path runs.
+   */
+  async removeAsWritten(orderId: string, etag: string | undefined): Promise<boolean> {
+    if (etag !== undefined) {
+      try {
+        await this.table.deleteEntity(InFlightIndex.partitionFor(orderId), orderId, { etag });
+        return true;
+      } catch (e) {
+        const status = httpStatusOf(e);
+        if (status === 404) return false;
+        if (status !== 412) throw e;
+      }
+    }
+    return this.removeIfTerminal(orderId);
   }
 
   async has(orderId: string): Promise<boolean> {

@@ -31,7 +31,8 @@ import {
 export interface StoredOrder {
   order: Order;
   state: OrderState;
-  etags: { state: string; steps: Record<string, string> };
+  /** `index`: the ETag of the in-flight index row as this order's last put wrote it. */
+  etags: { state: string; steps: Record<string, string>; index?: string };
 }
 
 /** The process-state row alone (no steps): what listings return. */
@@ -94,10 +95,10 @@ export class StateStore {
     assertOrderId(order.orderId);
     if (initial.orderId !== order.orderId) throw new Error('order and state name different orders');
     if (isTerminal(initial.processState)) throw new Error('a new order cannot start terminal');
-    await this.index.put(initial.orderId, initial.completeBy ?? new Date());
+    const indexEtag = await this.index.put(initial.orderId, initial.completeBy ?? new Date());
     const actions: TransactionAction[] = [
       ['create', orderToRow(order, initial.workflow)],
-      ['create', stateToRow(initial)],
+      ['create', withIndexEtag(stateToRow(initial), indexEtag)],
       ...initial.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];
     let response;
@@ -117,6 +118,7 @@ export class StateStore {
       etags: {
         state: etag(1),
         steps: Object.fromEntries(initial.steps.map((st, i) => [st.name, etag(i + 2)])),
+        ...(indexEtag !== undefined ? { index: indexEtag } : {}),
       },
     };
   }
@@ -142,6 +144,7 @@ export class StateStore {
       etags: {
         state: stateRow.etag,
         steps: Object.fromEntries(stepRows.map((r) => [rowToStep(r).name, r.etag])),
+        ...(typeof stateRow.IndexETag === 'string' ? { index: stateRow.IndexETag } : {}),
       },
     };
   }
@@ -159,10 +162,12 @@ export class StateStore {
     const finishing = !isTerminal(current.state.processState) && isTerminal(next.processState);
     // Superset rule: an order that becomes in-flight again is indexed before the write (and
     // after, see below).
-    if (reopening) await this.index.put(orderId, next.completeBy ?? new Date());
+    // The index row's ETag travels in the state row (Replace would drop it otherwise).
+    let indexEtag = current.etags.index;
+    if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date());
 
     const actions: TransactionAction[] = [
-      ['update', stateToRow(next), 'Replace', { etag: current.etags.state }],
+      ['update', withIndexEtag(stateToRow(next), indexEtag), 'Replace', { etag: current.etags.state }],
     ];
     const changed: string[] = [];
     next.steps.forEach((st, i) => {
@@ -189,11 +194,13 @@ export class StateStore {
     const stored: StoredOrder = {
       order: current.order,
       state: next,
-      etags: { state: etag(0), steps: stepEtags },
+      etags: { state: etag(0), steps: stepEtags, ...(indexEtag !== undefined ? { index: indexEtag } : {}) },
     };
 
+    // The second put changes the row's ETag: the state row's copy is then stale, and the
+    // finishing save takes the careful path (read, check, delete) for this run.
     if (reopening) await this.index.put(orderId, next.completeBy ?? new Date());
-    if (finishing) await this.index.removeIfTerminal(orderId).catch(() => undefined); // the sweep repairs
+    if (finishing) await this.index.removeAsWritten(orderId, indexEtag).catch(() => undefined); // the sweep repairs
     return stored;
   }
 
@@ -274,4 +281,9 @@ export class StateStore {
       throw e;
     }
   }
+}
+
+/** The state row with the ETag of the order's index row as last written by its own put. */
+function withIndexEtag<T extends object>(row: T, indexEtag: string | undefined): T {
+  return indexEtag === undefined ? row : { ...row, IndexETag: indexEtag };
 }

@@ -137,3 +137,77 @@ test('a clean-up racing with a re-write of the index row keeps the row (ETag-con
   );
   assert.equal(await store.index.has(e.state.orderId), true);
 });
+
+/** Claims and runs all three steps: the last save makes the order Processed. */
+async function runToTheLastStep(claimAt: number): Promise<StoredOrder> {
+  let s = await claimed(claimAt);
+  for (const [i, name] of ['inventory', 'payment'].entries())
+    s = await step(store, s, { type: 'StepSucceeded', step: name, run: 1, attempt: 1 }, at(claimAt + i + 1));
+  return s;
+}
+const lastStep = { type: 'StepSucceeded', step: 'shipping', run: 1, attempt: 1 } as const;
+
+async function rawIndexEtag(orderId: string): Promise<unknown> {
+  const raw = await store.orders.getEntity(orderId, 'state');
+  return raw.IndexETag;
+}
+
+test('the finishing save removes the index row in one request with the ETag its own put wrote', async () => {
+  const s = await runToTheLastStep(40_000);
+  assert.equal(typeof s.etags.index, 'string', 'submission kept the index row ETag');
+  assert.equal(await rawIndexEtag(s.state.orderId), s.etags.index, 'every Replace of the state row keeps it');
+  assert.equal((await store.load(s.state.orderId))!.etags.index, s.etags.index);
+  metrics.reset();
+  const done = await step(store, s, lastStep, at(40_010));
+  assert.equal(done.state.processState, 'Processed');
+  assert.equal(await store.index.has(s.state.orderId), false);
+  // 1 transaction + 1 delete (the has() above added its own read afterwards)
+  assert.deepEqual(metrics.byMethod, { POST: 1, DELETE: 1, GET: 1 });
+});
+
+test('a row re-written since (the sweep moved CheckAfter) is removed by the careful path, not blindly', async () => {
+  const s = await runToTheLastStep(41_000);
+  // due at submission's CheckAfter (claim timeout), deadline moved by the claim: the sweep defers
+  const r = await store.index.sweep(at(41_000 + 40));
+  assert.ok(r.deferred >= 1);
+  metrics.reset();
+  await step(store, s, lastStep, at(41_010));
+  assert.equal(await store.index.has(s.state.orderId), false);
+  // batch, the failed delete (412), then read row + read state + delete
+  assert.equal(metrics.byMethod.DELETE, 2);
+  assert.equal(metrics.byMethod.GET, 3);
+});
+
+test('a stale ETag never removes the row of an order that is in flight again', async () => {
+  const s = await submitNew(store, at(42_000));
+  const written = s.etags.index!;
+  // The row is re-put (as a resubmit does before its state write); the order is not terminal.
+  await store.index.put(s.state.orderId, at(42_030));
+  assert.equal(await store.index.removeAsWritten(s.state.orderId, written), false);
+  assert.equal(await store.index.has(s.state.orderId), true);
+  // Without any ETag (rows written before the state row kept one): the careful path, same answer.
+  assert.equal(await store.index.removeAsWritten(s.state.orderId, undefined), false);
+  assert.equal(await store.index.has(s.state.orderId), true);
+});
+
+test('after a resubmit, the order finishing again still leaves no index row', async () => {
+  let e = await claimed(43_000);
+  e = await step(store, e, { type: 'OperatorCancel', by: 'op' }, at(43_001));
+  e = await step(
+    store,
+    e,
+    { type: 'CompensationFailed', step: 'inventory', run: 1, attempt: 1, error: 'x' },
+    at(43_002),
+  );
+  assert.equal(e.state.processState, 'Error');
+  assert.equal(await store.index.has(e.state.orderId), false);
+  const before = e.etags.index;
+  e = await step(store, e, { type: 'OperatorResubmit', by: 'op' }, at(43_003));
+  assert.equal(await store.index.has(e.state.orderId), true);
+  assert.notEqual(e.etags.index, before, 'the resubmit put a new row');
+  e = await step(store, e, { type: 'Claim', by: 'B' }, at(43_004));
+  for (const [i, name] of ['inventory', 'payment', 'shipping'].entries())
+    e = await step(store, e, { type: 'StepSucceeded', step: name, run: 2, attempt: 1 }, at(43_005 + i));
+  assert.equal(e.state.processState, 'Processed');
+  assert.equal(await store.index.has(e.state.orderId), false);
+});
