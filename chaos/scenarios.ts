@@ -316,6 +316,10 @@ export const scenarios: Scenario[] = [
       'the orders on without the Supervisor; the host reconnects by itself',
     async run(ctx, n) {
       const dataDir = await runServiceBusWithPersistence(ctx);
+      // The swap itself cut the host's links before any order existed; a fresh host starts clean
+      // on the persisted emulator, so only the SIGKILL below is under test.
+      await ctx.stack.killHost('SIGTERM');
+      await ctx.stack.startHost();
       await submitMany(ctx, n, [slowAll(500), []], 80);
       await sleep(800);
       const restored = await crashServiceBusKeepingData(ctx, dataDir, 1500);
@@ -331,8 +335,12 @@ export const scenarios: Scenario[] = [
       }
       const violations: string[] = [];
       if (restored === 0) violations.push('sigkill-kept: the restarted emulator restored no message');
-      if (retried === ctx.submitted.size)
-        violations.push('sigkill-kept: every order needed the Supervisor (no kept message carried one on)');
+      // The outage (1.5 s plus the host's reconnect) is far inside the 30 s step timeout: a kept
+      // message carries every order on, so none should need the Supervisor.
+      if (retried > 0)
+        violations.push(
+          `sigkill-kept: ${retried} order(s) needed the Supervisor (their messages did not carry them on)`,
+        );
       return {
         violations,
         note: `${restored} messages restored; ${retried} of ${ctx.submitted.size} orders needed the Supervisor`,

@@ -217,7 +217,8 @@ export class ServiceBusTrigger {
           });
           // A receive-side error can leave the SDK's subscription dead (e.g. the broker went away
           // and came back). The Azure host re-creates its listeners; so do we.
-          if (args.errorSource === 'receive') this.scheduleRestart();
+          // Only the current receiver's errors count: an old one being closed reports too.
+          if (args.errorSource === 'receive' && receiver === this.receiver) this.scheduleRestart();
         },
       },
       { autoCompleteMessages: false, maxConcurrentCalls: this.config.maxConcurrentCalls },
@@ -265,10 +266,17 @@ export class ServiceBusTrigger {
   private async restart(): Promise<void> {
     if (this.stopping) return;
     const old = { subscription: this.subscription, receiver: this.receiver, client: this.client };
-    await old.subscription?.close().catch(() => undefined);
-    await old.receiver?.close().catch(() => undefined);
-    await old.client?.close().catch(() => undefined);
-    if (this.stopping) return;
+    this.subscription = undefined;
+    this.receiver = undefined;
+    this.client = undefined;
+    // Closing a client whose connection is gone can take as long as the SDK's own retries (about
+    // 30 s, seen in the chaos suite's broker SIGKILL): close the old one in the background and
+    // connect the new one now.
+    void (async () => {
+      await old.subscription?.close().catch(() => undefined);
+      await old.receiver?.close().catch(() => undefined);
+      await old.client?.close().catch(() => undefined);
+    })();
     try {
       await this.connect();
     } catch (err) {
