@@ -59,9 +59,15 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
   }
 }
 
-/** The step-completed event of the step before index i, when that step did complete. */
+/**
+ * The step-completed event of the step before index i, when the last write completed it. A step
+ * kept Completed from an earlier run (an operator's resubmit reruns only what is not done)
+ * published its event in that run; the claim that starts the next step sends none.
+ */
 function stepCompletedBefore(state: OrderState, i: number): Command[] {
   const previous = state.steps[i - 1];
   if (!previous || previous.status !== 'Completed') return [];
+  if (previous.completedAt === null || previous.completedAt.getTime() !== state.updatedAt.getTime())
+    return [];
   return [statusCommand(state, 'step-completed', previous.completedAt ?? state.updatedAt, previous.name)];
 }

@@ -526,6 +526,25 @@ test('outstanding commands re-create exactly what the last transition sent', () 
   );
 });
 
+test('healing after a resubmit does not invent a step-completed event for a step done in the earlier run', () => {
+  // fast-check found it (seed 2049304739): inventory done in run 1, payment's undo refused
+  // (Error), resubmit, claim of run 2. The claim starts payment; inventory's event went out in
+  // run 1, so healing must not add a run-2 copy that was never sent.
+  let s = apply(fx.Processing, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 }, at(2)).state;
+  s = apply(s, { type: 'OperatorCancel', by: 'op' }, at(3)).state;
+  s = apply(s, { type: 'CompensationFailed', step: 'payment', run: 1, attempt: 1, error: 'no' }, at(4)).state;
+  assert.equal(s.processState, 'Error');
+  s = apply(s, { type: 'OperatorResubmit', by: 'op' }, at(5)).state;
+  const claim = apply(s, { type: 'Claim', by: 'B' }, at(6));
+  assert.equal(claim.state.steps[0].status, 'Completed');
+  assert.equal(claim.state.steps[1].status, 'Running');
+  assert.deepEqual(
+    outstandingCommands(orderWorkflow, claim.state, at(6)).map((c) => c.messageId),
+    claim.commands.map((c) => c.messageId),
+    'healing re-sends exactly what the claim sent',
+  );
+});
+
 test('another workflow runs on the same engine; a state from another workflow is refused', () => {
   const wf = defineWorkflow({
     name: 'refund-only',
