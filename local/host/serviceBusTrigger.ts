@@ -340,7 +340,7 @@ export class ServiceBusTrigger {
     if (this.watchdog) clearInterval(this.watchdog);
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
-    await this.subscription?.close();
+    await closeWithin(this.subscription?.close());
   }
 
   /** After the grace period: abandon what is still running, then close the link and connection. */
@@ -348,7 +348,23 @@ export class ServiceBusTrigger {
     const leftovers = [...this.inFlight].filter(([m]) => !this.settled.has(m));
     for (const [message] of leftovers) this.settled.add(message);
     await Promise.all(leftovers.map(([m, receiver]) => this.settle(m, 'abandon', receiver)));
-    await this.receiver?.close().catch(() => undefined);
-    await this.client?.close().catch(() => undefined);
+    await closeWithin(this.receiver?.close());
+    await closeWithin(this.client?.close());
   }
+}
+
+/**
+ * Closing an SDK link or client whose broker went away waits out the SDK's own retries (about
+ * 30 s, seen in the chaos suite). A dead link takes no more work anyway, so shutdown waits at
+ * most `ms` for it and moves on.
+ */
+async function closeWithin(closing: Promise<void> | undefined, ms = 3_000): Promise<void> {
+  if (!closing) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([closing.catch(() => undefined), timeout]);
+  clearTimeout(timer);
 }
