@@ -1,6 +1,8 @@
 // Log Analytics + workspace-based Application Insights. Local (instrumentation-key) auth is
 // off: only Entra-authenticated telemetry is accepted, so the app signs in with its identity
-// (APPLICATIONINSIGHTS_AUTHENTICATION_STRING) and needs Monitoring Metrics Publisher.
+// (APPLICATIONINSIGHTS_AUTHENTICATION_STRING) and needs Monitoring Metrics Publisher. The
+// workspace rejects shared-key (non-Entra) access too: features.disableLocalAuth, in the
+// workspace API since 2020-10-01.
 param logAnalyticsName string
 param applicationInsightsName string
 param location string
@@ -15,6 +17,9 @@ resource logAnalytics 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
       name: 'PerGB2018'
     }
     retentionInDays: 30
+    features: {
+      disableLocalAuth: true
+    }
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { posix } from 'node:path';
 import {
+  matchingBracket,
   resources,
   stripComments,
   stringLiterals,
@@ -181,27 +182,133 @@ export function checkEntitiesFromConfig(files: BicepFile[], config: EmulatorConf
   return problems;
 }
 
+/** A TypeScript source of the app, read as text (path relative to the repository root). */
+export interface SourceFile {
+  path: string;
+  text: string;
+}
+
+/** The entity-name constants of shared/messaging/entities.ts, as the compiled module exports them. */
+export interface EntityConstants {
+  queues: Record<string, string>;
+  topics: Record<string, string>;
+}
+
+/** What the app does on Service Bus, read from its sources. */
+export interface AppMessaging {
+  /** Queues an app.serviceBusQueue trigger listens on. */
+  triggerQueues: string[];
+  /** `topic/subscription` pairs an app.serviceBusTopic trigger listens on. */
+  triggerSubscriptions: string[];
+  /** Queues and topics the app sends to (MessageBus.send targets). */
+  sendQueues: string[];
+  sendTopics: string[];
+}
+
+/** Index just past the bracketed block that opens at `open`; skips '…', "…" and `…` strings. */
+function blockEnd(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i];
+    if (c === "'" || c === '"' || c === '`') {
+      i++;
+      while (i < text.length && text[i] !== c) i += text[i] === '\\' ? 2 : 1;
+    } else if (c === '{' || c === '(' || c === '[') depth++;
+    else if (c === '}' || c === ')' || c === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return text.length;
+}
+
+/** The value of `key:` in an options object: a string literal or a `queues.x` / `topics.x` constant. */
+function resolveName(
+  body: string,
+  key: string,
+  names: EntityConstants,
+  where: string,
+): { name?: string; problem?: string } {
+  const m = new RegExp(`\\b${key}\\s*:\\s*([^,\\n}]+)`).exec(body);
+  if (!m) return { problem: `${where} has no ${key}` };
+  const expr = m[1].trim();
+  const literal = /^(['"`])([^'"`]+)\1$/.exec(expr);
+  if (literal) return { name: literal[2] };
+  const constant = /^(queues|topics)\.(\w+)$/.exec(expr);
+  const value = constant ? names[constant[1] as 'queues' | 'topics'][constant[2]] : undefined;
+  if (value !== undefined) return { name: value };
+  return {
+    problem: `${where}: cannot resolve ${key} ${expr} (use a string or a shared/messaging/entities.ts constant)`,
+  };
+}
+
+/**
+ * The queues and subscriptions the app's Service Bus triggers listen on (functions/*.ts:
+ * app.serviceBusQueue / app.serviceBusTopic), and the entities it sends to (any source:
+ * `bus.send(queues.x`, `entity: queues.x | topics.x`, `agent: queues.x` for the workflow's
+ * dispatch targets). A trigger whose entity cannot be resolved is reported, not skipped.
+ */
+export function appMessaging(
+  sources: SourceFile[],
+  names: EntityConstants,
+): { messaging: AppMessaging; problems: string[] } {
+  const messaging: AppMessaging = {
+    triggerQueues: [],
+    triggerSubscriptions: [],
+    sendQueues: [],
+    sendTopics: [],
+  };
+  const problems: string[] = [];
+  const add = (list: string[], name: string) => {
+    if (!list.includes(name)) list.push(name);
+  };
+  for (const f of sources) {
+    for (const m of f.text.matchAll(/app\.serviceBus(Queue|Topic)\(\s*(['"`])([^'"`]+)\2\s*,\s*\{/g)) {
+      const open = (m.index ?? 0) + m[0].length - 1;
+      const body = f.text.slice(open, blockEnd(f.text, open));
+      const where = `${f.path}: trigger ${m[3]}`;
+      if (m[1] === 'Queue') {
+        const q = resolveName(body, 'queueName', names, where);
+        if (q.problem) problems.push(q.problem);
+        else add(messaging.triggerQueues, q.name!);
+      } else {
+        const t = resolveName(body, 'topicName', names, where);
+        const s = resolveName(body, 'subscriptionName', names, where);
+        for (const r of [t, s]) if (r.problem) problems.push(r.problem);
+        if (t.name && s.name) add(messaging.triggerSubscriptions, `${t.name}/${s.name}`);
+      }
+    }
+    for (const m of f.text.matchAll(/(?:\.send\(|\bentity:|\bagent:)\s*(queues|topics)\.(\w+)/g)) {
+      const value = names[m[1] as 'queues' | 'topics'][m[2]];
+      if (value === undefined) problems.push(`${f.path}: sends to unknown constant ${m[1]}.${m[2]}`);
+      else add(m[1] === 'queues' ? messaging.sendQueues : messaging.sendTopics, value);
+    }
+  }
+  return { messaging, problems };
+}
+
 /**
  * Entity names the Bicep names by hand (for RBAC scopes and alerts) live in one `appEntities`
- * block in main.bicep; each must exist in Config.json, and together they must cover every
- * entity the app uses.
+ * block in main.bicep. Each must exist in Config.json. Data Receiver (receivesFromQueues) must
+ * be granted on exactly the queues the app's triggers listen on: a missing one fails the trigger's
+ * authorisation in Azure, an extra one is more than least privilege. Data Sender
+ * (sendsToQueues, sendsToTopics) must cover every entity the app sends to. The app listens on no
+ * topic subscription today (order-status/all is for client apps); a topic trigger would need a
+ * `receivesFromSubscriptions` entry.
  */
-export function checkAppEntities(
-  mainBicep: string,
-  config: EmulatorConfig,
-  app: { queues: string[]; topics: string[] },
-): string[] {
+export function checkAppEntities(mainBicep: string, config: EmulatorConfig, app: AppMessaging): string[] {
   const block = valueOf(stripComments(mainBicep), 'appEntities');
   if (!block) return ['main.bicep has no appEntities block'];
   const known = entityNames(config);
   const problems: string[] = [];
   for (const name of stringLiterals(block)) {
-    if (!known.queues.includes(name) && !known.topics.includes(name)) {
+    if (!known.queues.includes(name) && !known.topics.includes(name) && !known.subscriptions.includes(name)) {
       problems.push(`main.bicep appEntities names ${name}, which Config.json does not declare`);
     }
   }
   const list = (key: string) => stringLiterals(valueOf(block, key) ?? '');
   const receives = list('receivesFromQueues');
+  const receivesSubs = list('receivesFromSubscriptions');
   const sendsQ = list('sendsToQueues');
   const sendsT = list('sendsToTopics');
   for (const q of receives.concat(sendsQ)) {
@@ -212,13 +319,48 @@ export function checkAppEntities(
     if (!known.topics.includes(t))
       problems.push(`appEntities uses ${t} as a topic, but it is not a Config.json topic`);
   }
-  for (const q of app.queues) {
-    if (!receives.includes(q) && !sendsQ.includes(q))
-      problems.push(`the app uses queue ${q} but no role is granted on it`);
+  for (const s of receivesSubs) {
+    if (!known.subscriptions.includes(s))
+      problems.push(
+        `appEntities uses ${s} as a subscription, but it is not a Config.json topic/subscription`,
+      );
   }
-  for (const t of app.topics) {
+  for (const q of app.triggerQueues) {
+    if (!receives.includes(q))
+      problems.push(
+        `a trigger listens on queue ${q}, but receivesFromQueues lacks it (no Data Receiver role)`,
+      );
+  }
+  for (const q of receives) {
+    if (!app.triggerQueues.includes(q))
+      problems.push(`receivesFromQueues grants Data Receiver on ${q}, but no trigger listens on it`);
+  }
+  for (const s of app.triggerSubscriptions) {
+    if (!receivesSubs.includes(s))
+      problems.push(`a trigger listens on subscription ${s}, but receivesFromSubscriptions lacks it`);
+  }
+  for (const s of receivesSubs) {
+    if (!app.triggerSubscriptions.includes(s))
+      problems.push(`receivesFromSubscriptions grants Data Receiver on ${s}, but no trigger listens on it`);
+  }
+  // Each non-empty list must reach a module (rbac.bicep) as `key: appEntities.key`.
+  const text = stripComments(mainBicep);
+  for (const [key, values] of Object.entries({
+    receivesFromQueues: receives,
+    receivesFromSubscriptions: receivesSubs,
+    sendsToQueues: sendsQ,
+    sendsToTopics: sendsT,
+  })) {
+    if (values.length > 0 && !new RegExp(`\\n\\s*${key}:\\s*appEntities\\.${key}\\s*\\n`).test(text))
+      problems.push(`appEntities.${key} is not passed to any module (no role is granted from it)`);
+  }
+  for (const q of app.sendQueues) {
+    if (!sendsQ.includes(q))
+      problems.push(`the app sends to queue ${q}, but sendsToQueues lacks it (no Data Sender role)`);
+  }
+  for (const t of app.sendTopics) {
     if (!sendsT.includes(t))
-      problems.push(`the app sends to topic ${t} but no Data Sender role is granted on it`);
+      problems.push(`the app sends to topic ${t}, but sendsToTopics lacks it (no Data Sender role)`);
   }
   return problems;
 }
@@ -337,7 +479,11 @@ export function checkNoSecrets(files: BicepFile[]): string[] {
   return problems;
 }
 
-/** Local (key/SAS) auth is off on every data service. */
+/**
+ * Local (key/SAS) auth is off on every data service: every Service Bus namespace declared under
+ * infra/ (the app's and the conformance one) is Standard with SAS disabled; the one storage
+ * account, Application Insights component and Log Analytics workspace reject keys.
+ */
 export function checkLocalAuthDisabled(files: BicepFile[]): string[] {
   const problems: string[] = [];
   const one = (type: string) => {
@@ -348,52 +494,235 @@ export function checkLocalAuthDisabled(files: BicepFile[]): string[] {
   const must = (body: string, type: string, re: RegExp, what: string) => {
     if (!re.test(body)) problems.push(`${type} does not set ${what}`);
   };
-  const sb = one('Microsoft.ServiceBus/namespaces');
-  must(sb, 'Service Bus namespace', /\n\s*disableLocalAuth:\s*true\b/, 'disableLocalAuth: true');
-  must(sb, 'Service Bus namespace', /\n\s*name:\s*'Standard'/, "sku name 'Standard'");
+  const namespaces = declared(files, 'Microsoft.ServiceBus/namespaces');
+  if (namespaces.length === 0) problems.push('no Service Bus namespace declared');
+  for (const ns of namespaces) {
+    const what = `Service Bus namespace ${ns.file}:${ns.symbol}`;
+    must(ns.body, what, /\n\s*disableLocalAuth:\s*true\b/, 'disableLocalAuth: true');
+    must(ns.body, what, /\n\s*name:\s*'Standard'/, "sku name 'Standard'");
+  }
   const st = one('Microsoft.Storage/storageAccounts');
   must(st, 'storage account', /\n\s*allowSharedKeyAccess:\s*false\b/, 'allowSharedKeyAccess: false');
   must(st, 'storage account', /\n\s*allowBlobPublicAccess:\s*false\b/, 'allowBlobPublicAccess: false');
   must(st, 'storage account', /\n\s*minimumTlsVersion:\s*'TLS1_2'/, "minimumTlsVersion: 'TLS1_2'");
   const ai = one('Microsoft.Insights/components');
   must(ai, 'Application Insights', /\n\s*DisableLocalAuth:\s*true\b/, 'DisableLocalAuth: true');
+  const la = one('Microsoft.OperationalInsights/workspaces');
+  must(
+    la,
+    'Log Analytics workspace',
+    /\n\s*features:\s*\{[^}]*\n\s*disableLocalAuth:\s*true\b/,
+    'features.disableLocalAuth: true',
+  );
   return problems;
 }
 
-/** Role ids checked against the Azure built-in roles reference (docs/deploy.md cites it). */
-export const builtInRoles: Record<string, string> = {
-  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b',
-  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88',
-  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3',
-  storageTableDataReader: '76199698-9eea-4c19-bc75-cec21354c6b6',
-  storageQueueDataReader: '19e7f393-937e-4f77-808e-94535e297925',
-  serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0',
-  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39',
-  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb',
-};
-
-/** Role assignments: deterministic guid() names, verified role ids, no namespace-wide scope. */
-export function checkRbac(rbacBicep: BicepFile): string[] {
-  const text = stripComments(rbacBicep.text);
+/**
+ * Role assignments: deterministic guid() names, no namespace-wide Service Bus scope, no owner
+ * role, and every role id in the file's `roles` table equal to `expected` (role key → built-in
+ * role definition id, which the caller takes from the Azure built-in roles reference, not from
+ * the Bicep). A key the caller does not know is reported too.
+ */
+export function checkRbac(file: BicepFile, expected: Record<string, string>): string[] {
+  const text = stripComments(file.text);
   const problems: string[] = [];
-  const rolesBlock = valueOf(text, 'roles') ?? '';
+  const rolesBlock = valueOf(text, 'roles');
+  if (!rolesBlock) problems.push(`${file.path} has no roles table`);
   const declaredRoles = new Map<string, string>();
-  for (const m of rolesBlock.matchAll(/\n\s*(\w+):\s*'([0-9a-f-]+)'/g)) declaredRoles.set(m[1], m[2]);
+  for (const m of (rolesBlock ?? '').matchAll(/\n\s*(\w+):\s*'([^']*)'/g)) declaredRoles.set(m[1], m[2]);
   for (const [role, id] of declaredRoles) {
-    if (builtInRoles[role] !== id)
-      problems.push(
-        `role ${role} = ${id} does not match the built-in role id ${builtInRoles[role] ?? '(unknown role)'}`,
-      );
+    if (!(role in expected))
+      problems.push(`${file.path}: role ${role} = ${id} is not a verified built-in role`);
+    else if (expected[role] !== id)
+      problems.push(`${file.path}: role ${role} = ${id}, but the built-in role's id is ${expected[role]}`);
+  }
+  // A role id written inline, outside the table, would escape the check.
+  const outside = text.replace(rolesBlock ?? '', '');
+  for (const m of outside.matchAll(/'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'/gi)) {
+    problems.push(`${file.path}: role id ${m[1]} written outside the roles table`);
   }
   const assignments = resources(text).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
-  if (assignments.length === 0) problems.push('no role assignments declared');
+  if (assignments.length === 0) problems.push(`${file.path}: no role assignments declared`);
   for (const a of assignments) {
     if (!/\n\s*name:\s*guid\(/.test(a.body)) problems.push(`${a.symbol}: name is not a guid(...)`);
     const scope = /\n\s*scope:\s*([^\n]+)/.exec(a.body)?.[1].trim() ?? '';
-    if (/serviceBus/.test(a.body) && /^namespace\b/.test(scope))
+    if (/serviceBus/.test(a.body) && /^(namespace|newNamespace)\b/.test(scope))
       problems.push(`${a.symbol}: Service Bus role scoped to the whole namespace`);
     if (/Owner/.test(a.body) && /serviceBus/i.test(a.body))
       problems.push(`${a.symbol}: grants a Service Bus owner role`);
+    const roleRef = /roleDefinitionId:[^\n]*\b(?:roles\.(\w+)|roleId)\b/.exec(a.body);
+    if (!roleRef) problems.push(`${a.symbol}: roleDefinitionId does not come from the roles table`);
   }
+  return problems;
+}
+
+/** Config.json correlation-filter key → ARM correlationFilter property (Subject: the emulator's alias of Label). */
+export const correlationFilterMap: Record<string, string> = {
+  ContentType: 'contentType',
+  CorrelationId: 'correlationId',
+  Label: 'label',
+  Subject: 'label',
+  MessageId: 'messageId',
+  Properties: 'properties',
+  ReplyTo: 'replyTo',
+  ReplyToSessionId: 'replyToSessionId',
+  SessionId: 'sessionId',
+  To: 'to',
+};
+
+interface EmulatorRule {
+  Name: string;
+  Properties?: {
+    FilterType?: string;
+    CorrelationFilter?: Record<string, unknown>;
+    SqlFilter?: { SqlExpression?: string };
+    Action?: { SqlExpression?: string };
+  };
+}
+
+/** Every rule of every subscription, as topic/subscription/rule. */
+export function emulatorRules(config: EmulatorConfig): { path: string; rule: EmulatorRule }[] {
+  const ns = emulatorNamespace(config);
+  return (ns.Topics ?? []).flatMap((t) =>
+    (t.Subscriptions ?? []).flatMap((s) =>
+      ((s as { Rules?: EmulatorRule[] }).Rules ?? []).map((rule) => ({
+        path: `${t.Name}/${s.Name}/${rule.Name}`,
+        rule,
+      })),
+    ),
+  );
+}
+
+/**
+ * Subscription rules in Bicep are exactly Config.json's: one rules resource looping over a list
+ * flattened from each subscription's Rules, named topic/subscription/rule, with filterType
+ * 'CorrelationFilter' for FilterType 'Correlation' ('SqlFilter' for 'Sql') and every
+ * correlation-filter key Config.json uses mapped to its ARM property. Values ARM cannot take
+ * (a non-string user property) or keys it has no property for are reported.
+ */
+export function checkRulesFromConfig(files: BicepFile[], config: EmulatorConfig): string[] {
+  const rules = emulatorRules(config);
+  const problems: string[] = [];
+  for (const { path, rule } of rules) {
+    const type = rule.Properties?.FilterType;
+    if (type === 'Correlation') {
+      const filter = rule.Properties?.CorrelationFilter ?? {};
+      if (Object.keys(filter).length === 0) problems.push(`rule ${path}: empty CorrelationFilter`);
+      for (const [key, value] of Object.entries(filter)) {
+        if (!correlationFilterMap[key])
+          problems.push(`rule ${path}: CorrelationFilter.${key} has no ARM mapping`);
+        else if (key === 'Properties') {
+          for (const [p, v] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+            if (typeof v !== 'string')
+              problems.push(
+                `rule ${path}: user property ${p} is ${typeof v}; ARM correlationFilter.properties takes strings only`,
+              );
+          }
+        } else if (typeof value !== 'string')
+          problems.push(`rule ${path}: CorrelationFilter.${key} must be a string`);
+      }
+    } else if (type === 'Sql') {
+      if (!rule.Properties?.SqlFilter?.SqlExpression)
+        problems.push(`rule ${path}: Sql filter without SqlExpression`);
+    } else problems.push(`rule ${path}: FilterType ${String(type)} is neither Correlation nor Sql`);
+  }
+
+  const decls = declared(files, 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules');
+  if (decls.length !== 1) {
+    problems.push(
+      `expected one rules resource (a loop over Config.json subscription rules), found ${decls.length}${rules.length ? ` while Config.json declares ${rules.length} rule(s)` : ''}`,
+    );
+    return problems;
+  }
+  const [decl] = decls;
+  const file = stripComments(files.find((f) => f.path === decl.file)?.text ?? '');
+  const source = decl.loop?.source ?? '';
+  const v = decl.loop?.variable ?? '';
+  // The loop's list: flatten(map(<subscriptions>, s => map(s.Rules, r => {...}))), where the
+  // subscriptions list itself carries each Config.json subscription's Rules.
+  const listDef = new RegExp(
+    `\\bvar\\s+${source}\\s*=\\s*flatten\\(\\s*map\\(\\s*(\\w+)\\s*,\\s*(\\w+)\\s*=>\\s*map\\(\\s*\\2\\.Rules\\s*,`,
+  ).exec(file);
+  if (!decl.loop || !listDef) {
+    problems.push(`${decl.file}:${decl.symbol} does not loop over rules flattened from subscription Rules`);
+  } else {
+    const subsDef = valueOfVar(file, listDef[1]);
+    if (!/\n\s*Rules:\s*\w+\.\??Rules\b/.test(subsDef))
+      problems.push(`${listDef[1]} does not carry each Config.json subscription's Rules`);
+  }
+  const body = decl.body;
+  if (
+    !new RegExp(
+      `\\n\\s*name:\\s*'\\$\\{\\w+\\.name\\}/\\$\\{${v}\\.topicName\\}/\\$\\{${v}\\.subscriptionName\\}/\\$\\{${v}\\.Name\\}'`,
+    ).test(body)
+  )
+    problems.push(`${decl.symbol}: name is not topic/subscription/${v}.Name`);
+  if (
+    !new RegExp(
+      `\\n\\s*filterType:\\s*${v}\\.Properties\\.FilterType\\s*==\\s*'Correlation'\\s*\\?\\s*'CorrelationFilter'\\s*:\\s*'SqlFilter'`,
+    ).test(body)
+  )
+    problems.push(
+      `${decl.symbol}: filterType is not 'CorrelationFilter' for Correlation and 'SqlFilter' for Sql`,
+    );
+  if (
+    !new RegExp(
+      `\\n\\s*correlationFilter:\\s*${v}\\.Properties\\.FilterType\\s*!=\\s*'Correlation'\\s*\\?\\s*null\\s*:`,
+    ).test(body)
+  )
+    problems.push(`${decl.symbol}: correlationFilter is not set (only) for Correlation rules`);
+  const usedKeys = new Set(
+    rules
+      .flatMap(({ rule }) => Object.keys(rule.Properties?.CorrelationFilter ?? {}))
+      .concat(Object.keys(correlationFilterMap)),
+  );
+  for (const key of usedKeys) {
+    const arm = correlationFilterMap[key];
+    if (!arm) continue;
+    const line = new RegExp(`\\n\\s*${arm}:[^\\n]*${v}\\.Properties\\.\\??CorrelationFilter\\.\\??${key}\\b`);
+    if (!line.test(body))
+      problems.push(`${decl.symbol}: correlationFilter.${arm} is not set from CorrelationFilter.${key}`);
+  }
+  if (
+    !new RegExp(`\\n\\s*sqlExpression:[^\\n]*${v}\\.Properties\\.\\??SqlFilter\\.\\??SqlExpression\\b`).test(
+      body,
+    )
+  )
+    problems.push(`${decl.symbol}: sqlFilter.sqlExpression is not set from SqlFilter.SqlExpression`);
+  if (
+    !new RegExp(`\\n\\s*sqlExpression:[^\\n]*${v}\\.Properties\\.\\??Action\\.\\??SqlExpression\\b`).test(
+      body,
+    )
+  )
+    problems.push(`${decl.symbol}: action.sqlExpression is not set from Action.SqlExpression`);
+  return problems;
+}
+
+/** The text of `var name = ...` up to the next top-level declaration. */
+function valueOfVar(text: string, name: string): string {
+  const m = new RegExp(`\\bvar\\s+${name}\\s*=`).exec(text);
+  if (!m) return '';
+  const rest = text.slice(m.index + m[0].length);
+  const next = /\n(?:var|param|resource|module|output)\s/.exec(rest);
+  return rest.slice(0, next ? next.index : undefined);
+}
+
+/**
+ * A Bicep file that loads a Config.json hands that file's one namespace to the shared entities
+ * module (so every entity in it is created by the same, checked mapping).
+ */
+export function checkPassesEntitiesToModule(file: BicepFile, modulePath: string): string[] {
+  const text = stripComments(file.text);
+  const m = /\bmodule\s+\w+\s+'([^']+)'\s*=\s*\{/.exec(text);
+  if (!m) return [`${file.path} uses no module for its Service Bus entities`];
+  const resolved = posix.normalize(posix.join(posix.dirname(file.path), m[1]));
+  const problems: string[] = [];
+  if (resolved !== modulePath) problems.push(`${file.path} uses module ${resolved}, not ${modulePath}`);
+  const open = (m.index ?? 0) + m[0].length - 1;
+  const body = text.slice(open, matchingBracket(text, open) + 1);
+  if (!/\n\s*entities:\s*\w+\.UserConfig\.Namespaces\[0\]\s*\n/.test(body))
+    problems.push(
+      `${file.path}: the module's entities are not the loaded Config.json's UserConfig.Namespaces[0]`,
+    );
   return problems;
 }

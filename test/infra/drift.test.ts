@@ -11,35 +11,43 @@ import { join, relative, resolve, sep } from 'node:path';
 import { settingNames } from '../../shared/config/settings.js';
 import { queues as appQueues, topics as appTopics } from '../../shared/messaging/entities.js';
 import {
+  appMessaging,
   bicepAppSettings,
   checkAppEntities,
   checkEntitiesFromConfig,
   checkLoadsEmulatorConfig,
   checkLocalAuthDisabled,
   checkNoSecrets,
+  checkPassesEntitiesToModule,
   checkRbac,
+  checkRulesFromConfig,
   checkSettings,
+  emulatorRules,
   entityNames,
   type BicepFile,
   type EmulatorConfig,
   type LocalSettings,
+  type SourceFile,
 } from './drift-checks.js';
 
 // Compiled to dist/test/infra; the sources live at the repository root.
 const root = resolve(__dirname, '..', '..', '..');
 const configPath = 'infra/servicebus-emulator/Config.json';
+const fixturePath = 'emulators/servicebus/conformance/Config.json';
+const entitiesModule = 'infra/app/servicebus-entities.bicep';
 
 function read(path: string): string {
   return readFileSync(join(root, path), 'utf8');
 }
 
-function filesUnder(dir: string): BicepFile[] {
+function filesUnder(dir: string, ext?: string): BicepFile[] {
   const out: BicepFile[] = [];
   const walk = (abs: string) => {
     for (const name of readdirSync(abs)) {
       const full = join(abs, name);
       if (statSync(full).isDirectory()) walk(full);
-      else out.push({ path: relative(root, full).split(sep).join('/'), text: readFileSync(full, 'utf8') });
+      else if (!ext || name.endsWith(ext))
+        out.push({ path: relative(root, full).split(sep).join('/'), text: readFileSync(full, 'utf8') });
     }
   };
   walk(join(root, dir));
@@ -54,8 +62,31 @@ const bicep = (path: string): BicepFile => {
   return f;
 };
 const config = JSON.parse(read(configPath)) as EmulatorConfig;
+const fixture = JSON.parse(read(fixturePath)) as EmulatorConfig;
 const localSettings = JSON.parse(read('local.settings.sample.json')) as LocalSettings;
 const appUses = { queues: Object.values(appQueues), topics: Object.values(appTopics) };
+// The app's own sources, read as text: its triggers (functions/) and its sends (shared/ too).
+const appSources: SourceFile[] = [...filesUnder('functions', '.ts'), ...filesUnder('shared', '.ts')];
+const entityConstants = { queues: appQueues, topics: appTopics };
+const app = appMessaging(appSources, entityConstants);
+
+/**
+ * Built-in role definition ids, copied by hand from Microsoft's Azure built-in roles reference
+ * (https://learn.microsoft.com/azure/role-based-access-control/built-in-roles, sections Storage,
+ * Integration and Monitor; MicrosoftDocs/azure-docs articles/role-based-access-control/
+ * built-in-roles.md), NOT from infra/: a wrong id in a roles table must fail. Keyed by the name
+ * the Bicep roles tables use; the comment is the role's official name.
+ */
+const builtInRoleIds: Record<string, string> = {
+  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', // Storage Blob Data Owner
+  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', // Storage Queue Data Contributor
+  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3', // Storage Table Data Contributor
+  storageTableDataReader: '76199698-9eea-4c19-bc75-cec21354c6b6', // Storage Table Data Reader
+  storageQueueDataReader: '19e7f393-937e-4f77-808e-94535e297925', // Storage Queue Data Reader
+  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39', // Azure Service Bus Data Sender
+  serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0', // Azure Service Bus Data Receiver
+  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb', // Monitoring Metrics Publisher
+};
 
 /** A copy of `file` with `from` replaced; fails if `from` is not there (a mutation must bite). */
 function broken(file: BicepFile, from: string | RegExp, to: string): BicepFile {
@@ -99,7 +130,7 @@ test('every queue and topic the app names exists in Config.json', () => {
   assert.ok(!entityNames(missing).queues.includes('agent-payment'));
 });
 
-test('servicebus.bicep loads Config.json itself (loadJsonContent, path relative to the file)', () => {
+test('servicebus.bicep and conformance/main.bicep load their Config.json (loadJsonContent, path relative to the file)', () => {
   const sb = bicep('infra/app/servicebus.bicep');
   assert.deepEqual(checkLoadsEmulatorConfig(sb, configPath), []);
   reports(
@@ -117,11 +148,47 @@ test('servicebus.bicep loads Config.json itself (loadJsonContent, path relative 
     checkLoadsEmulatorConfig(broken(sb, '.Namespaces[0]', '.Namespaces[1]'), configPath),
     /Namespaces\[0\]/,
   );
+  const conf = bicep('infra/conformance/main.bicep');
+  assert.deepEqual(checkLoadsEmulatorConfig(conf, fixturePath), []);
+  reports(
+    checkLoadsEmulatorConfig(
+      broken(
+        conf,
+        "'../../emulators/servicebus/conformance/Config.json'",
+        "'../servicebus-emulator/Config.json'",
+      ),
+      fixturePath,
+    ),
+    /loads infra\/servicebus-emulator\/Config\.json, not emulators/,
+  );
+});
+
+test('both hand their Config.json namespace to the one shared entities module', () => {
+  for (const path of ['infra/app/servicebus.bicep', 'infra/conformance/main.bicep']) {
+    const file = bicep(path);
+    assert.deepEqual(checkPassesEntitiesToModule(file, entitiesModule), [], path);
+    reports(
+      checkPassesEntitiesToModule(
+        broken(file, /\n\s*entities: \w+\.UserConfig\.Namespaces\[0\]/, '\n    entities: {}'),
+        entitiesModule,
+      ),
+      /entities are not the loaded Config\.json/,
+    );
+    reports(
+      checkPassesEntitiesToModule(
+        broken(file, /'(?:\.\.\/app\/)?servicebus-entities\.bicep'/, "'./other.bicep'"),
+        entitiesModule,
+      ),
+      /uses module .*other\.bicep, not infra\/app\/servicebus-entities\.bicep/,
+    );
+  }
 });
 
 test('Bicep declares exactly the Config.json queues, topics and subscriptions, every property mapped', () => {
   assert.deepEqual(checkEntitiesFromConfig(bicepFiles, config), []);
-  const sb = bicep('infra/app/servicebus.bicep');
+  // The same loops serve the conformance fixture, whose entities use the same properties.
+  assert.deepEqual(checkEntitiesFromConfig(bicepFiles, fixture), []);
+  const sb = bicep(entitiesModule);
   const check = (file: BicepFile) => checkEntitiesFromConfig(withFile(bicepFiles, file), config);
 
   reports(
@@ -173,14 +240,184 @@ test('Bicep declares exactly the Config.json queues, topics and subscriptions, e
   reports(checkEntitiesFromConfig(bicepFiles, two), /declares 2 namespaces/);
 });
 
-test('entity names written by hand in main.bicep (RBAC, alerts) are all in Config.json and cover the app', () => {
+/** A copy of the app's Config.json whose order-status/all subscription has `rules`. */
+function withRules(rules: unknown[]): EmulatorConfig {
+  const copy = structuredClone(config);
+  const sub = copy.UserConfig.Namespaces[0].Topics![0].Subscriptions![0] as { Rules?: unknown[] };
+  sub.Rules = rules;
+  return copy;
+}
+
+test('subscription rules: each Config.json rule becomes a rules resource with the same name and filter', () => {
+  // The app's Config.json has no rules today; the conformance fixture has correlation rules.
+  assert.deepEqual(checkRulesFromConfig(bicepFiles, config), []);
+  assert.ok(emulatorRules(fixture).length >= 2, 'the fixture declares rules');
+  assert.deepEqual(checkRulesFromConfig(bicepFiles, fixture), []);
+
+  const every = withRules([
+    {
+      Name: 'every-key',
+      Properties: {
+        FilterType: 'Correlation',
+        CorrelationFilter: {
+          ContentType: 'application/json',
+          CorrelationId: 'c',
+          Label: 'l',
+          MessageId: 'm',
+          ReplyTo: 'r',
+          ReplyToSessionId: 'rs',
+          SessionId: 's',
+          To: 't',
+          Properties: { region: 'eu' },
+        },
+      },
+    },
+    { Name: 'sql', Properties: { FilterType: 'Sql', SqlFilter: { SqlExpression: '1=1' } } },
+  ]);
+  assert.deepEqual(checkRulesFromConfig(bicepFiles, every), []);
+
+  const sb = bicep(entitiesModule);
+  const check = (file: BicepFile, cfg: EmulatorConfig) =>
+    checkRulesFromConfig(withFile(bicepFiles, file), cfg);
+  // A rule present in Config.json but not mapped in Bicep.
+  reports(
+    check(broken(sb, /\n\s*label: rule\.Properties[^\n]*/, ''), every),
+    /correlationFilter\.label is not set from CorrelationFilter\.Label/,
+  );
+  reports(
+    check(broken(sb, /\n\s*properties: rule\.Properties\.\?CorrelationFilter[^\n]*/, ''), every),
+    /correlationFilter\.properties is not set from CorrelationFilter\.Properties/,
+  );
+  const noRules = broken(
+    sb,
+    "resource rules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-01-01'",
+    "resource rules 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01'",
+  );
+  reports(
+    checkRulesFromConfig(withFile(bicepFiles, noRules), every),
+    /expected one rules resource.*declares 2 rule/,
+  );
+  reports(
+    check(broken(sb, "? 'CorrelationFilter' : 'SqlFilter'", "? 'SqlFilter' : 'CorrelationFilter'"), every),
+    /filterType is not 'CorrelationFilter'/,
+  );
+  reports(
+    check(broken(sb, '${rule.subscriptionName}/${rule.Name}', '${rule.Name}'), every),
+    /name is not topic\/subscription\/rule\.Name/,
+  );
+  reports(
+    check(broken(sb, 'map(subscription.Rules,', 'map([],'), every),
+    /does not loop over rules flattened from subscription Rules/,
+  );
+  reports(
+    check(broken(sb, /\n\s*Rules: subscription\.\?Rules[^\n]*/, ''), every),
+    /does not carry each Config\.json subscription's Rules/,
+  );
+  // Config.json content ARM cannot express.
+  reports(
+    checkRulesFromConfig(
+      bicepFiles,
+      withRules([
+        { Name: 'x', Properties: { FilterType: 'Correlation', CorrelationFilter: { Foo: 'bar' } } },
+      ]),
+    ),
+    /CorrelationFilter\.Foo has no ARM mapping/,
+  );
+  reports(
+    checkRulesFromConfig(
+      bicepFiles,
+      withRules([
+        {
+          Name: 'n',
+          Properties: { FilterType: 'Correlation', CorrelationFilter: { Properties: { level: 3 } } },
+        },
+      ]),
+    ),
+    /user property level is number/,
+  );
+  reports(
+    checkRulesFromConfig(bicepFiles, withRules([{ Name: 'b', Properties: { FilterType: 'Boolean' } }])),
+    /FilterType Boolean is neither/,
+  );
+});
+
+test("the app's Service Bus triggers and sends are read from its sources", () => {
+  assert.deepEqual(app.problems, []);
+  assert.deepEqual(
+    [...app.messaging.triggerQueues].sort(),
+    [appQueues.inventoryAgent, appQueues.paymentAgent, appQueues.scheduler, appQueues.shippingAgent].sort(),
+  );
+  assert.deepEqual(app.messaging.triggerSubscriptions, []);
+  for (const q of [appQueues.scheduler, appQueues.operatorAlerts, appQueues.paymentAgent])
+    assert.ok(app.messaging.sendQueues.includes(q), `the app sends to ${q}`);
+  assert.deepEqual(app.messaging.sendTopics, [appTopics.orderStatus]);
+
+  const fn: SourceFile = {
+    path: 'functions/x.ts',
+    text: "app.serviceBusQueue('x', {\n  connection: c,\n  queueName: someVariable,\n  handler: h,\n});\n",
+  };
+  reports(appMessaging([fn], entityConstants).problems, /cannot resolve queueName someVariable/);
+  const topic: SourceFile = {
+    path: 'functions/y.ts',
+    text: "app.serviceBusTopic('y', { topicName: topics.orderStatus, subscriptionName: 'all', handler: h });",
+  };
+  assert.deepEqual(appMessaging([topic], entityConstants).messaging.triggerSubscriptions, [
+    'order-status/all',
+  ]);
+});
+
+test('main.bicep grants Data Receiver on exactly the triggered queues and Data Sender on every send target', () => {
   const main = bicep('infra/main.bicep');
-  assert.deepEqual(checkAppEntities(main.text, config, appUses), []);
+  const m = app.messaging;
+  assert.deepEqual(checkAppEntities(main.text, config, m), []);
+  // Removing a triggered queue from receivesFromQueues: it is still a send target, so a
+  // "receives or sends" check passed it, but its trigger would be refused in Azure.
+  reports(
+    checkAppEntities(
+      broken(
+        main,
+        "receivesFromQueues: ['scheduler', 'agent-inventory', 'agent-payment',",
+        "receivesFromQueues: ['scheduler', 'agent-inventory',",
+      ).text,
+      config,
+      m,
+    ),
+    /trigger listens on queue agent-payment, but receivesFromQueues lacks it/,
+  );
+  reports(
+    checkAppEntities(
+      broken(
+        main,
+        "receivesFromQueues: ['scheduler',",
+        "receivesFromQueues: ['operator-alerts', 'scheduler',",
+      ).text,
+      config,
+      m,
+    ),
+    /grants Data Receiver on operator-alerts, but no trigger listens/,
+  );
+  // A new trigger in functions/ with no matching role.
+  const more = { ...m, triggerQueues: [...m.triggerQueues, appQueues.operatorAlerts] };
+  reports(checkAppEntities(main.text, config, more), /listens on queue operator-alerts/);
+  const sub = { ...m, triggerSubscriptions: ['order-status/all'] };
+  reports(checkAppEntities(main.text, config, sub), /listens on subscription order-status\/all/);
+  reports(
+    checkAppEntities(broken(main, "sendsToTopics: ['order-status']", 'sendsToTopics: []').text, config, m),
+    /sends to topic order-status, but sendsToTopics lacks it/,
+  );
+  reports(
+    checkAppEntities(
+      broken(main, "'agent-shipping', 'operator-alerts']", "'agent-shipping']").text,
+      config,
+      m,
+    ),
+    /sends to queue operator-alerts, but sendsToQueues lacks it/,
+  );
   reports(
     checkAppEntities(
       broken(main, "sendsToTopics: ['order-status']", "sendsToTopics: ['order-events']").text,
       config,
-      appUses,
+      m,
     ),
     /order-events, which Config\.json does not declare/,
   );
@@ -188,25 +425,25 @@ test('entity names written by hand in main.bicep (RBAC, alerts) are all in Confi
     checkAppEntities(
       broken(main, "operatorAlertsQueue: 'operator-alerts'", "operatorAlertsQueue: 'ops'").text,
       config,
-      appUses,
+      m,
     ),
     /names ops/,
   );
   reports(
     checkAppEntities(
-      broken(main, "'agent-shipping', 'operator-alerts']", "'agent-shipping']").text,
+      broken(main, "sendsToQueues: ['scheduler',", "sendsToQueues: ['order-status',").text,
       config,
-      appUses,
+      m,
     ),
-    /queue operator-alerts but no role/,
+    /order-status as a queue/,
   );
   reports(
     checkAppEntities(
-      broken(main, "sendsToQueues: ['scheduler',", "sendsToQueues: ['order-status',").text,
+      broken(main, /\n\s*receivesFromQueues: appEntities\.receivesFromQueues/, '').text,
       config,
-      appUses,
+      m,
     ),
-    /order-status as a queue/,
+    /appEntities\.receivesFromQueues is not passed to any module/,
   );
 });
 
@@ -350,11 +587,22 @@ test('local auth is disabled on Service Bus, Storage and Application Insights', 
     check(broken(bicep('infra/app/monitoring.bicep'), 'DisableLocalAuth: true', 'DisableLocalAuth: false')),
     /DisableLocalAuth/,
   );
+  reports(
+    check(broken(bicep('infra/app/monitoring.bicep'), 'disableLocalAuth: true', 'disableLocalAuth: false')),
+    /Log Analytics workspace does not set features\.disableLocalAuth/,
+  );
+  // The conformance namespace is held to the same rules as the app's.
+  reports(
+    check(broken(bicep('infra/conformance/main.bicep'), 'disableLocalAuth: true', 'disableLocalAuth: false')),
+    /infra\/conformance\/main\.bicep:newNamespace does not set disableLocalAuth/,
+  );
 });
 
-test('role assignments: guid() names, verified built-in role ids, Service Bus roles per entity', () => {
-  const rbac = bicep('infra/app/rbac.bicep');
-  assert.deepEqual(checkRbac(rbac), []);
+test('role assignments: guid() names, role ids as in the built-in roles reference, Service Bus roles per entity', () => {
+  const rbacFiles = ['infra/app/rbac.bicep', 'infra/conformance/main.bicep'].map(bicep);
+  for (const f of rbacFiles) assert.deepEqual(checkRbac(f, builtInRoleIds), [], f.path);
+  const [rbac, conf] = rbacFiles;
+  // A wrong id in the Bicep fails against the independent table (Azure Service Bus Data Owner's id here).
   reports(
     checkRbac(
       broken(
@@ -362,15 +610,56 @@ test('role assignments: guid() names, verified built-in role ids, Service Bus ro
         "serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'",
         "serviceBusDataSender: '090c5cfd-751d-490a-894a-3ce6f1109419'",
       ),
+      builtInRoleIds,
     ),
-    /serviceBusDataSender/,
+    /serviceBusDataSender = 090c5cfd.*built-in role's id is 69a216fc/,
   );
   reports(
-    checkRbac(broken(rbac, /name: guid\(applicationInsights\.id[^\n]*/, "name: 'fixed-name'")),
+    checkRbac(
+      broken(
+        conf,
+        "serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'",
+        "serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e1'",
+      ),
+      builtInRoleIds,
+    ),
+    /serviceBusDataReceiver = 4f6d3b9b-027b-4f4c-9142-0e5a2a2247e1/,
+  );
+  reports(
+    checkRbac(
+      broken(
+        rbac,
+        'var roles = {',
+        "var roles = {\n  serviceBusDataOwner: '090c5cfd-751d-490a-894a-3ce6f1109419'",
+      ),
+      builtInRoleIds,
+    ),
+    /role serviceBusDataOwner .* is not a verified built-in role/,
+  );
+  reports(
+    checkRbac(
+      broken(
+        rbac,
+        /roleDefinitionId: subscriptionResourceId\('Microsoft\.Authorization\/roleDefinitions', roles\.monitoringMetricsPublisher\)/,
+        "roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', 'acdd72a7-3385-48ef-bd42-f606fba81ae7')",
+      ),
+      builtInRoleIds,
+    ),
+    /role id acdd72a7-3385-48ef-bd42-f606fba81ae7 written outside the roles table/,
+  );
+  reports(
+    checkRbac(
+      broken(rbac, /name: guid\(applicationInsights\.id[^\n]*/, "name: 'fixed-name'"),
+      builtInRoleIds,
+    ),
     /appTelemetry: name is not a guid/,
   );
   reports(
-    checkRbac(broken(rbac, 'scope: receiveQueues[i]', 'scope: namespace')),
+    checkRbac(broken(rbac, 'scope: receiveQueues[i]', 'scope: namespace'), builtInRoleIds),
+    /scoped to the whole namespace/,
+  );
+  reports(
+    checkRbac(broken(conf, /scope: fixtureQueues\[i\]/, 'scope: newNamespace'), builtInRoleIds),
     /scoped to the whole namespace/,
   );
 });

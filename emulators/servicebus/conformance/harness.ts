@@ -1,9 +1,15 @@
 /**
- * Where the conformance suite runs: against SERVICEBUS_CONFORMANCE_CONNECTION_STRING when set
- * (its entities must match ./Config.json), otherwise against the in-repo emulator started in
- * process on a free port with that same Config.json. Tests only use the public SDK API.
+ * Where the conformance suite runs, first match wins:
+ * - SERVICEBUS_CONFORMANCE_CONNECTION_STRING: that endpoint, with a SAS (or emulator) connection
+ *   string;
+ * - SERVICEBUS_CONFORMANCE_NAMESPACE=<name>.servicebus.windows.net: that Azure namespace, signed
+ *   in with Entra ID through DefaultAzureCredential (az login, environment, managed identity...);
+ *   infra/conformance/main.bicep creates such a namespace, with local auth disabled;
+ * - otherwise the in-repo emulator, started in process on a free port.
+ * An external namespace must hold ./Config.json's entities. Tests only use the public SDK API.
  */
 import { resolve } from 'node:path';
+import type { TokenCredential } from '@azure/identity';
 import {
   ServiceBusClient,
   type ServiceBusReceivedMessage,
@@ -15,15 +21,51 @@ export const fixtureConfigPath = resolve(
   '../../../../emulators/servicebus/conformance/Config.json',
 );
 
+export const connectionStringVariable = 'SERVICEBUS_CONFORMANCE_CONNECTION_STRING';
+export const namespaceVariable = 'SERVICEBUS_CONFORMANCE_NAMESPACE';
+
 export interface Namespace {
-  connectionString: string;
+  /** Set for the emulator and SERVICEBUS_CONFORMANCE_CONNECTION_STRING. */
+  connectionString?: string;
+  /** Set for SERVICEBUS_CONFORMANCE_NAMESPACE, with the credential that signs in to it. */
+  fullyQualifiedNamespace?: string;
+  credential?: TokenCredential;
   external: boolean;
   close(): Promise<void>;
 }
 
+/** The host name from SERVICEBUS_CONFORMANCE_NAMESPACE; accepts sb://host/ too. */
+export function parseNamespaceHost(value: string): string {
+  const host = value
+    .trim()
+    .replace(/^[a-z]+:\/\//i, '')
+    .replace(/\/+$/, '');
+  if (!/^[a-z0-9][a-z0-9-]*(\.[a-z0-9-]+)+$/i.test(host)) {
+    throw new Error(
+      `${namespaceVariable} must be a fully qualified namespace such as myns.servicebus.windows.net, got "${value}"`,
+    );
+  }
+  return host;
+}
+
 export async function openNamespace(): Promise<Namespace> {
-  const external = process.env.SERVICEBUS_CONFORMANCE_CONNECTION_STRING;
-  if (external) return { connectionString: external, external: true, close: async () => {} };
+  const connectionString = process.env[connectionStringVariable];
+  const namespace = process.env[namespaceVariable];
+  if (connectionString && namespace) {
+    throw new Error(`set either ${connectionStringVariable} or ${namespaceVariable}, not both`);
+  }
+  if (connectionString) return { connectionString, external: true, close: async () => {} };
+  if (namespace) {
+    const fullyQualifiedNamespace = parseNamespaceHost(namespace);
+    // Loaded lazily: only a run against Azure needs it.
+    const { DefaultAzureCredential } = await import('@azure/identity');
+    return {
+      fullyQualifiedNamespace,
+      credential: new DefaultAzureCredential(),
+      external: true,
+      close: async () => {},
+    };
+  }
   // Loaded lazily so that running against another endpoint never touches the emulator code.
   const { startServiceBusEmulator } = await import('../index.js');
   const emulator = await startServiceBusEmulator({ config: fixtureConfigPath, port: 0 });
@@ -31,7 +73,12 @@ export async function openNamespace(): Promise<Namespace> {
 }
 
 export function newClient(ns: Namespace): ServiceBusClient {
-  return new ServiceBusClient(ns.connectionString, { retryOptions: { maxRetries: 1, timeoutInMs: 20_000 } });
+  const options = { retryOptions: { maxRetries: 1, timeoutInMs: 20_000 } };
+  if (ns.fullyQualifiedNamespace && ns.credential) {
+    return new ServiceBusClient(ns.fullyQualifiedNamespace, ns.credential, options);
+  }
+  if (!ns.connectionString) throw new Error('namespace has neither a connection string nor a credential');
+  return new ServiceBusClient(ns.connectionString, options);
 }
 
 /** Receives until `count` messages arrived or the deadline passed; never asserts on time. */
