@@ -380,7 +380,7 @@ export class AmqpServer {
     const delivery = ctx.delivery!;
     const info = this.deliveries.get(delivery);
     if (!info) {
-      if (!delivery.settled) delivery.update(true);
+      if (!delivery.settled) settleFinally(delivery);
       return;
     }
     this.deliveries.delete(delivery);
@@ -432,9 +432,20 @@ export class AmqpServer {
           .rejected({ error: { condition: 'amqp:internal-error', description: err.message } })
           .described();
       }
-      delivery.update(true, settledState);
+      settleFinally(delivery, settledState);
     });
   }
+}
+
+/**
+ * Settles a delivery on our side and lets rhea forget it. The SDK receives with
+ * rcv-settle-mode "second": its unsettled disposition is its last word, and it never sends a
+ * settled one after ours. rhea frees a session slot only when both sides settled, so without
+ * this every receive link stopped after 2,048 deliveries (rhea's session window).
+ */
+function settleFinally(delivery: Delivery, state?: unknown): void {
+  delivery.update(true, state);
+  (delivery as unknown as { remote_settled: boolean }).remote_settled = true;
 }
 
 function managementFailure(request: Message, err: Error): Message {
