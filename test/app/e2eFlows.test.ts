@@ -16,10 +16,15 @@ describe('order flows through the stack', { concurrency: true }, () => {
   let bus: ServiceBusClient;
   let status: Collector;
   let alerts: Collector;
+  /** The host's log lines: `[host] <time> [<Level>] <function> (<invocation>): <message>`. */
+  const hostLines: string[] = [];
 
   before(async () => {
     stack = await startStack({
       ports: randomPorts,
+      log: (line) => {
+        if (line.startsWith('[host] ')) hostLines.push(line);
+      },
       settings: {
         STEP_TIMEOUT_SECONDS: '3',
         SUPERVISOR_SCHEDULE: '*/1 * * * * *',
@@ -43,6 +48,14 @@ describe('order flows through the stack', { concurrency: true }, () => {
 
   const effectsFor = (service: 'inventory' | 'payment' | 'shipping', orderId: string) =>
     stack.remote[service].ledger().effects.filter((e) => e.orderId === orderId);
+  /** The app's structured lines (JSON messages) as the host wrote them, with level and function. */
+  const appLogs = () =>
+    hostLines.flatMap((line) => {
+      const m = /^\[host\] \S+ \[(\w+)\] (\w+) \(([^)]*)\): (\{.*\})$/s.exec(line);
+      if (!m) return [];
+      const fields = JSON.parse(m[4]) as Record<string, unknown>;
+      return [{ level: m[1], fn: m[2], invocationId: m[3], fields }];
+    });
   const compensationsFor = (service: 'inventory' | 'payment' | 'shipping', orderId: string) =>
     stack.remote[service].ledger().compensations.filter((c) => c.orderId === orderId);
 
@@ -80,6 +93,33 @@ describe('order flows through the stack', { concurrency: true }, () => {
       .filter((m) => m.body.event === 'step-completed')
       .map((m) => m.body.step);
     assert.deepEqual(steps, ['inventory', 'payment', 'shipping']);
+
+    // Structured logs through the host: the Scheduler's and the Agents' lines about this order
+    // name it, and the Agents' lines (one step attempt per invocation) carry step and attempt.
+    const mine = appLogs().filter((l) => l.fields.orderId === orderId);
+    const fns = new Set(mine.map((l) => l.fn));
+    for (const fn of ['submitOrder', 'scheduler', 'inventoryAgent', 'paymentAgent', 'shippingAgent'])
+      assert.ok(fns.has(fn), `${fn} logged about ${orderId}: ${[...fns].join(',')}`);
+    for (const l of mine.filter((x) => x.fn.endsWith('Agent'))) {
+      assert.equal(l.fields.step, l.fn.replace(/Agent$/, ''), JSON.stringify(l));
+      assert.equal(l.fields.attempt, 1, JSON.stringify(l));
+    }
+    const replies = mine.filter((l) => l.fn === 'scheduler' && l.fields.msg === 'reply applied');
+    assert.deepEqual(
+      replies.map((l) => [l.fields.step, l.fields.attempt]),
+      [
+        ['inventory', 1],
+        ['payment', 1],
+        ['shipping', 1],
+      ],
+    );
+    assert.ok(!mine.some((l) => l.level === 'Error'), 'a happy order logs no error');
+    // Each Scheduler or Agent invocation handles one message of one order: none of their app
+    // lines, for any order on this stack so far, lacks the order id.
+    const orderless = appLogs().filter(
+      (l) => (l.fn === 'scheduler' || l.fn.endsWith('Agent')) && typeof l.fields.orderId !== 'string',
+    );
+    assert.deepEqual(orderless, []);
   });
 
   it('transient remote errors are absorbed by the Agent: Processed, one charge', async () => {
@@ -166,6 +206,12 @@ describe('order flows through the stack', { concurrency: true }, () => {
     assert.equal(alert.body.failureCount, 2);
     await waitFor('error status event', () => statusEvents(status, orderId).includes('error'));
     assert.equal(alerts.for(orderId).length, 1, 'one alert');
+    // The alert's second channel: an error-level log line naming the order, from the Supervisor
+    // that gave up.
+    const errorLines = appLogs().filter((l) => l.level === 'Error' && l.fields.orderId === orderId);
+    const alertLine = errorLines.find((l) => l.fn === 'supervisor' && l.fields.msg === 'operator alert');
+    assert.ok(alertLine, JSON.stringify(errorLines));
+    assert.equal(alertLine.fields.code, 'GaveUp');
   });
 
   it('the same Idempotency-Key and body is one order; a different body with it is a 409', async () => {
@@ -179,6 +225,18 @@ describe('order flows through the stack', { concurrency: true }, () => {
     assert.equal(a.status, 202);
     assert.equal(b.status, 202);
     assert.equal(a.body.orderId, b.body.orderId);
+    // Each 202 says where to poll and when: Location is the body's statusUrl, Retry-After whole
+    // seconds above zero; the URL answers with the order.
+    for (const res of [a, b]) {
+      assert.equal(res.headers.get('location'), res.body.statusUrl);
+      assert.equal(res.body.statusUrl, `${stack.baseUrl}/orders/${a.body.orderId}`);
+      assert.match(res.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+    }
+    const polled = await fetch(a.headers.get('location')!, {
+      headers: { 'x-functions-key': stack.functionKey },
+    });
+    assert.equal(polled.status, 200);
+    assert.equal(((await polled.json()) as { orderId: string }).orderId, a.body.orderId);
     // Key order in the JSON does not matter: the same order.
     const reordered = {
       shippingAddress: body.shippingAddress,

@@ -298,6 +298,44 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     assert.equal(again.status, 409);
   });
 
+  it('cancel of an order already Compensating is a 409 naming the state, and changes and sends nothing', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId));
+    await deliver(deps, reply(orderId, 'inventory', 1, 'succeeded'));
+    await deliver(deps, reply(orderId, 'payment', 1, 'failed'));
+    const compensating = await load(deps, orderId);
+    assert.equal(compensating.state.processState, 'Compensating');
+    const inventoryBefore = (await held(infra, queues.inventoryAgent, orderId)).length;
+    const schedulerBefore = (await held(infra, queues.scheduler, orderId)).length;
+
+    deps.clock.advanceSeconds(1);
+    const res = await cancelOrder(
+      deps,
+      new HttpRequest({
+        method: 'POST',
+        url: `http://127.0.0.1/api/orders/${orderId}/cancel?reason=too%20late`,
+        params: { orderId },
+        query: { reason: 'too late' },
+      }),
+      context('cancelOrder'),
+    );
+    assert.equal(res.status, 409);
+    assert.match(
+      String((res.headers as Record<string, string>)['Content-Type']),
+      /application\/problem\+json/,
+    );
+    const problem = JSON.parse(String(res.body)) as { status: number; processState: string; detail: string };
+    assert.equal(problem.status, 409);
+    assert.equal(problem.processState, 'Compensating');
+    assert.match(problem.detail, /already being compensated/);
+    const after = await load(deps, orderId);
+    assert.deepEqual(after.etags, compensating.etags, 'nothing written');
+    assert.equal(after.state.compensationReason, 'step-failed', 'the reason is not overwritten');
+    assert.equal((await held(infra, queues.inventoryAgent, orderId)).length, inventoryBefore);
+    assert.equal((await held(infra, queues.scheduler, orderId)).length, schedulerBefore);
+  });
+
   it('crash after a step completion: the redelivered reply also publishes its status event', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);

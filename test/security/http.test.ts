@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import fc from 'fast-check';
 import { startStack, type Stack } from '../../local/stack.js';
 import { validOrder } from './harness.js';
@@ -82,6 +83,85 @@ test('oversized and deeply nested bodies are refused (413 / 400)', async () => {
   const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
   assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, []);
 });
+
+/**
+ * Sends the request line, the headers and the first `sendBytes` of the body, then waits with the
+ * socket open (never sending the rest) for the response head. Resolves with the status and the
+ * bytes sent; rejects when nothing arrives within `guardMs` (a guard, not a timing claim).
+ */
+function partialUpload(
+  path: string,
+  headers: Record<string, string>,
+  sendBytes: number,
+  guardMs = 20_000,
+): Promise<{ status: number; head: string; sent: number }> {
+  const url = new URL(`${stack.baseUrl}${path}`);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port) });
+    let received = '';
+    let sent = 0;
+    const guard = setTimeout(() => {
+      socket.destroy();
+      reject(
+        new Error(
+          `no response within ${guardMs} ms after ${sent} of ${headers['content-length']} declared bytes`,
+        ),
+      );
+    }, guardMs);
+    socket.on('error', (e) => {
+      clearTimeout(guard);
+      reject(e);
+    });
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      const end = received.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      clearTimeout(guard);
+      socket.destroy();
+      const head = received.slice(0, end);
+      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]), head, sent });
+    });
+    socket.on('connect', () => {
+      const lines = [`POST ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`];
+      for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+      const part = Buffer.alloc(sendBytes, 0x20);
+      socket.write(part);
+      sent = part.length;
+    });
+  });
+}
+
+const declaredHeaders = (declared: number) => ({
+  'x-functions-key': stack.functionKey,
+  'content-type': 'application/json',
+  'content-length': String(declared),
+});
+
+test('a Content-Length over the host limit (100 MB) is answered 413 while the body is still unsent', async () => {
+  // Also proves partialUpload itself: the host refuses on the header alone.
+  const declared = 200 * 1024 * 1024;
+  const res = await partialUpload('/orders', declaredHeaders(declared), 1024);
+  assert.equal(res.status, 413, res.head);
+  assert.ok(res.sent < declared);
+});
+
+test(
+  'a Content-Length over 64 KiB is answered 413 while the body is still unsent',
+  {
+    todo:
+      'product gap: the host buffers bodies up to 100 MB before the function runs, so a declared ' +
+      '70 KiB body gets its 413 only after all of it was sent',
+  },
+  async () => {
+    const declared = 70 * 1024;
+    const res = await partialUpload('/orders', declaredHeaders(declared), 1024, 10_000);
+    assert.equal(res.status, 413, res.head);
+    assert.ok(res.sent < declared);
+    const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+    assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, [], 'nothing was written');
+  },
+);
 
 test('300 generated requests over real HTTP: never a 5xx', async () => {
   const key = stack.functionKey;
