@@ -48,6 +48,8 @@ export const localAppSettings: Record<string, string> = {
   FAILURE_SOFT_THRESHOLD: '3',
   FAILURE_HARD_THRESHOLD: '5',
   EXTENDED_BACKOFF_SECONDS: '10',
+  // As in local.settings.sample.json and Azure: the host refuses bodies over 1 MiB unread.
+  FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: '1048576',
 };
 
 export interface StackOptions {

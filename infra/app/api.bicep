@@ -69,6 +69,10 @@ var appSettings = {
   FAILURE_SOFT_THRESHOLD: failureSoftThreshold
   FAILURE_HARD_THRESHOLD: failureHardThreshold
   EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds
+
+  // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
+  // limit (64 KiB, problem+json 413) applies below that.
+  FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: '1048576'
 }
 
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {

@@ -7,7 +7,7 @@ import type { LogSink } from './logger.js';
 import { comparePrecedence, matchRoute, parseRouteTemplate, type RouteTemplate } from './routeTemplate.js';
 import type { RpcHttpCookie, RpcHttpData, RpcTypedData } from './rpc.js';
 
-/** Azure's fixed limit on request bodies (100 MB). */
+/** Azure's default limit on request bodies (100 MB), unless FUNCTIONS_REQUEST_BODY_SIZE_LIMIT says otherwise. */
 export const defaultMaxRequestBodyBytes = 100 * 1024 * 1024;
 
 export type AuthLevel = 'anonymous' | 'function' | 'admin' | 'system';

@@ -147,7 +147,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
       host: bindHost,
       routePrefix: hostJson.routePrefix,
       functionKey,
-      maxRequestBodyBytes: options.maxRequestBodyBytes ?? defaultMaxRequestBodyBytes,
+      maxRequestBodyBytes: options.maxRequestBodyBytes ?? requestBodyLimitFromSettings(),
       streamProxyUri: capabilities.HttpUri,
     },
     invoker,
@@ -222,4 +222,18 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   };
 
   return { httpPort, baseUrl, functionKey, functions, stop };
+}
+
+/**
+ * The Azure host's FUNCTIONS_REQUEST_BODY_SIZE_LIMIT (bytes): larger bodies are refused with 413
+ * before the function runs, from their declared Content-Length without reading them.
+ */
+function requestBodyLimitFromSettings(): number {
+  const text = process.env.FUNCTIONS_REQUEST_BODY_SIZE_LIMIT;
+  if (text === undefined || text.trim() === '') return defaultMaxRequestBodyBytes;
+  const bytes = Number(text);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new Error(`FUNCTIONS_REQUEST_BODY_SIZE_LIMIT must be a positive number of bytes (got "${text}").`);
+  }
+  return bytes;
 }

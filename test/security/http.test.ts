@@ -138,7 +138,7 @@ const declaredHeaders = (declared: number) => ({
   'content-length': String(declared),
 });
 
-test('a Content-Length over the host limit (100 MB) is answered 413 while the body is still unsent', async () => {
+test('a Content-Length of 200 MB, over any host limit, is answered 413 while the body is still unsent', async () => {
   // Also proves partialUpload itself: the host refuses on the header alone.
   const declared = 200 * 1024 * 1024;
   const res = await partialUpload('/orders', declaredHeaders(declared), 1024);
@@ -146,22 +146,16 @@ test('a Content-Length over the host limit (100 MB) is answered 413 while the bo
   assert.ok(res.sent < declared);
 });
 
-test(
-  'a Content-Length over 64 KiB is answered 413 while the body is still unsent',
-  {
-    todo:
-      'product gap: the host buffers bodies up to 100 MB before the function runs, so a declared ' +
-      '70 KiB body gets its 413 only after all of it was sent',
-  },
-  async () => {
-    const declared = 70 * 1024;
-    const res = await partialUpload('/orders', declaredHeaders(declared), 1024, 10_000);
-    assert.equal(res.status, 413, res.head);
-    assert.ok(res.sent < declared);
-    const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
-    assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, [], 'nothing was written');
-  },
-);
+test('a Content-Length over the host limit (FUNCTIONS_REQUEST_BODY_SIZE_LIMIT, 1 MiB) is answered 413 while the body is still unsent', async () => {
+  // Bodies between the API's 64 KiB and the host's 1 MiB are read, then refused with problem+json
+  // (tested in test/app/e2eOperator.test.ts); above 1 MiB the host refuses them unread, as Azure's does.
+  const declared = 2 * 1024 * 1024;
+  const res = await partialUpload('/orders', declaredHeaders(declared), 1024, 10_000);
+  assert.equal(res.status, 413, res.head);
+  assert.ok(res.sent < declared);
+  const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+  assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, [], 'nothing was written');
+});
 
 test('300 generated requests over real HTTP: never a 5xx', async () => {
   const key = stack.functionKey;
