@@ -12,7 +12,6 @@ import {
 } from './harness.js';
 
 const longLivedQueue = 'conf-long-lived';
-const defaultTtlQueue = 'conf-default-ttl'; // DefaultMessageTimeToLive PT2S, dead-letters on expiration
 const windowQueue = 'conf-dedupe-window'; // RequiresDuplicateDetection, window PT20S
 
 // More than one AMQP session window (2,048 unsettled deliveries in rhea, the SDK's AMQP library):
@@ -28,14 +27,14 @@ async function sendMany(sender: ServiceBusSender, run: string, count: number): P
   }
 }
 
-describe('long-lived receivers and entity defaults', () => {
+describe('long-lived receivers, the end of the duplicate-detection window', () => {
   let ns: Namespace;
   let client: ServiceBusClient;
 
   before(async () => {
     ns = await openNamespace();
     client = newClient(ns);
-    for (const q of [longLivedQueue, defaultTtlQueue, windowQueue]) {
+    for (const q of [longLivedQueue, windowQueue]) {
       for (const subQueueType of [undefined, 'deadLetter'] as const) {
         const r = client.createReceiver(q, { receiveMode: 'receiveAndDelete', subQueueType });
         await purge(client, r);
@@ -116,27 +115,6 @@ describe('long-lived receivers and entity defaults', () => {
     assert.equal(abandoned, pastOneWindow / 50);
     assert.equal((await receiver.receiveMessages(10, { maxWaitTimeInMs: 500 })).length, 0);
     await receiver.close();
-  });
-
-  it("applies the entity's DefaultMessageTimeToLive to a message that sets none", async () => {
-    const sender = client.createSender(defaultTtlQueue);
-    const id = uniqueId('default-ttl');
-    await sender.sendMessages({ body: 'short-lived', messageId: id });
-    await sender.close();
-    const receiver = client.createReceiver(defaultTtlQueue);
-    const [peeked] = await receiver.peekMessages(1);
-    assert.equal(peeked?.messageId, id, 'still there before the default TTL ends');
-    await sleep(3_500);
-    assert.equal((await receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })).length, 0, 'expired');
-    const dlq = client.createReceiver(defaultTtlQueue, {
-      subQueueType: 'deadLetter',
-      receiveMode: 'receiveAndDelete',
-    });
-    const [dead] = await receiveAtLeast(dlq, 1);
-    assert.equal(dead?.messageId, id);
-    assert.equal(dead?.deadLetterReason, 'TTLExpiredException');
-    await receiver.close();
-    await dlq.close();
   });
 
   it('accepts a MessageId again once the duplicate detection window has passed', async () => {
