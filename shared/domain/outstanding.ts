@@ -71,3 +71,15 @@ function stepCompletedBefore(state: OrderState, i: number): Command[] {
     return [];
   return [statusCommand(state, 'step-completed', previous.completedAt ?? state.updatedAt, previous.name)];
 }
+
+/**
+ * The step an order is waiting on (running forward, or being undone) and that step's current
+ * attempt, for logs; undefined when nothing is outstanding.
+ */
+export function outstandingStep(state: OrderState): { step: string; attempt: number } | undefined {
+  const running = state.steps.find((s) => s.status === 'Running' || s.status === 'TimedOut');
+  if (running) return { step: running.name, attempt: running.attempt };
+  const undoing = state.steps.find((s) => s.status === 'Compensating');
+  if (undoing) return { step: undoing.name, attempt: undoing.compensationAttempt };
+  return undefined;
+}

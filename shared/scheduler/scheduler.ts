@@ -1,5 +1,5 @@
 import type { InvocationContext } from '@azure/functions';
-import { outstandingCommands, type OrderEvent, type OrderState } from '../domain/index.js';
+import { outstandingCommands, outstandingStep, type OrderEvent, type OrderState } from '../domain/index.js';
 import { applyEvent, type ApplyResult } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
@@ -86,6 +86,8 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
       return;
     case 'applied':
       log.info(message.type === 'process-order' ? 'claimed' : 'reply applied', {
+        // A claim names the step it dispatched; a reply's step and attempt are in the logger already.
+        ...(message.type === 'process-order' ? outstandingStep(result.state) : {}),
         from: result.before.state.processState,
         to: result.state.processState,
         failureCount: result.state.failureCount,

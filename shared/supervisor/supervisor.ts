@@ -1,4 +1,5 @@
 import type { InvocationContext } from '@azure/functions';
+import { outstandingStep } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
@@ -89,6 +90,8 @@ export async function runSupervisor(
           state.processState === 'Pending' ? 'complete-by passed; retrying' : 'complete-by passed; giving up',
           {
             orderId,
+            // The step that ran out of time, and its attempt.
+            ...outstandingStep(result.before.state),
             failureCount: state.failureCount,
             processState: state.processState,
             scheduledFor: state.scheduledFor?.toISOString(),

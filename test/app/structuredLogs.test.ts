@@ -186,6 +186,12 @@ describe('structured logs: order, step and attempt on every line', () => {
         .map((l) => [l.fields.msg, l.fields.step, l.fields.attempt]),
       steps.map((s) => ['reply applied', s, 1]),
     );
+    const claimed = lines.filter((l) => l.fields.msg === 'claimed');
+    assert.deepEqual(
+      claimed.map((l) => [l.fields.step, l.fields.attempt]),
+      [['inventory', 1]],
+      'the claim names the step it dispatched',
+    );
     assert.deepEqual(
       lines.filter((l) => l.level === 'error'),
       [],
@@ -232,6 +238,17 @@ describe('structured logs: order, step and attempt on every line', () => {
     assert.equal(alerts[0].body.orderId, orderId);
     // Every error-level line of the order's life names the order.
     for (const l of lines.filter((x) => x.level === 'error')) assert.equal(l.fields.orderId, orderId);
+    // The Supervisor's lines name the step that ran out of time and its attempt.
+    assert.deepEqual(
+      lines
+        .filter((l) => l.fn === 'supervisor' && String(l.fields.msg).startsWith('complete-by passed'))
+        .map((l) => [l.fields.msg, l.fields.step, l.fields.attempt]),
+      [
+        ['complete-by passed; retrying', 'payment', 1],
+        ['complete-by passed; retrying', 'payment', 2],
+        ['complete-by passed; giving up', 'payment', 3],
+      ],
+    );
     // The undo's Agent lines name the step and attempt they undo.
     assert.deepEqual(
       lines
