@@ -141,8 +141,9 @@ async function runOnStack(
   }
 }
 
+/** A column of `width`, always followed by at least one space, so a long value never runs into the next. */
 function pad(s: string | number, width: number): string {
-  return String(s).padEnd(width);
+  return `${String(s).padEnd(width - 1)} `;
 }
 
 const header =
