@@ -3,6 +3,7 @@
  * Behaviour the SDK sees is covered by conformance/, which uses only the public SDK API.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { ServiceBusClient } from '@azure/service-bus';
@@ -224,6 +225,56 @@ describe('emulator process', () => {
     await assert.rejects(startServiceBusEmulator({ config: doc({}), port: first.port }), /EADDRINUSE/);
     await first.stop();
     await first.stop();
+  });
+});
+
+describe('cli process', () => {
+  const cli = resolve(__dirname, 'cli.js');
+
+  it('prints its connection string, serves the SDK, and stops cleanly on SIGINT', async () => {
+    const child = spawn(process.execPath, [cli, '--config', fixture, '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const line = await new Promise<string>((res, rej) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) res(out);
+        });
+        child.once('exit', (code) => rej(new Error(`exited ${code} before listening`)));
+      });
+      const match = /listening on 127\.0\.0\.1:(\d+) ConnectionString=(\S+)/.exec(line);
+      assert.ok(match, line);
+      assert.ok(match[2].includes('UseDevelopmentEmulator=true'));
+      const client = new ServiceBusClient(match[2]);
+      await client.createSender('conf-roundtrip').sendMessages({ body: 'via the cli' });
+      const receiver = client.createReceiver('conf-roundtrip', { receiveMode: 'receiveAndDelete' });
+      const [got] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5_000 });
+      assert.equal(got?.body, 'via the cli');
+      await client.close();
+      const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+      child.kill('SIGINT');
+      assert.equal(await exited, 0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  it('exits 2 with the usage on bad arguments, and 1 naming the problem on a bad config', async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; err: string }>((res) => {
+        const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+        let err = '';
+        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+        child.once('exit', (code) => res({ code, err }));
+      });
+    const noConfig = await run(['--port', '0']);
+    assert.equal(noConfig.code, 2);
+    assert.match(noConfig.err, /usage: cli\.js --config/);
+    const missing = await run(['--config', resolve(root, 'no-such-Config.json'), '--port', '0']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /no-such-Config\.json/);
   });
 });
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { main } from '../../local/demo.js';
+import { demoStackSettings, main } from '../../local/demo.js';
+import { randomPorts, startStack } from '../../local/stack.js';
 
 // `npm run demo` on its own stack (random ports, short timeouts) with a small batch.
 
@@ -34,4 +35,27 @@ test('the demo refuses bad options and an unreachable --url', async () => {
   const down = sink();
   assert.equal(await main(['--url', 'http://127.0.0.1:9/api', '--key', 'k'], down.out), 1);
   assert.match(down.text(), /nothing answers at http:\/\/127\.0\.0\.1:9\/api/);
+});
+
+test('the demo against a running stack whose services all hang: orders miss their prediction, exit 1', async () => {
+  // Every remote call hangs, so not one order can end as its faults predict within the deadline.
+  const stack = await startStack({
+    ports: randomPorts,
+    settings: demoStackSettings,
+    remoteFaults: { hangRate: 1 },
+  });
+  try {
+    const { out, text } = sink();
+    const code = await main(
+      ['--url', stack.baseUrl, '--key', stack.functionKey, '--count', '9', '--deadline', '6', '--plain'],
+      out,
+    );
+    assert.equal(code, 1, text());
+    assert.match(text(), new RegExp(`against the running stack at ${stack.baseUrl.replace(/[.]/g, '\\.')}`));
+    assert.match(text(), /MISMATCH: \d+ order\(s\) did not end as their faults predict:/);
+    assert.match(text(), /\(clean\): expected Processed, got (Pending|Processing)/);
+    assert.ok(!/Every order ended in the state its faults predict/.test(text()));
+  } finally {
+    await stack.stop();
+  }
 });
