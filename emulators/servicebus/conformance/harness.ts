@@ -108,6 +108,17 @@ export async function purge(client: ServiceBusClient, receiver: ServiceBusReceiv
   }
 }
 
+/** Empties each queue and its dead-letter queue (left over by an earlier run against a namespace). */
+export async function purgeQueues(client: ServiceBusClient, names: readonly string[]): Promise<void> {
+  for (const q of names) {
+    for (const subQueueType of [undefined, 'deadLetter'] as const) {
+      const r = client.createReceiver(q, { receiveMode: 'receiveAndDelete', subQueueType });
+      await purge(client, r);
+      await r.close();
+    }
+  }
+}
+
 /** Waits for a condition with a generous deadline, polling. */
 export async function eventually<T>(
   probe: () => Promise<T | undefined>,

@@ -4,7 +4,7 @@ import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } fr
 import {
   newClient,
   openNamespace,
-  purge,
+  purgeQueues,
   receiveAtLeast,
   sleep,
   uniqueId,
@@ -34,13 +34,7 @@ describe('long-lived receivers, the end of the duplicate-detection window', () =
   before(async () => {
     ns = await openNamespace();
     client = newClient(ns);
-    for (const q of [longLivedQueue, windowQueue]) {
-      for (const subQueueType of [undefined, 'deadLetter'] as const) {
-        const r = client.createReceiver(q, { receiveMode: 'receiveAndDelete', subQueueType });
-        await purge(client, r);
-        await r.close();
-      }
-    }
+    await purgeQueues(client, [longLivedQueue, windowQueue]);
   });
 
   after(async () => {

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ServiceBusClient } from '@azure/service-bus';
-import { newClient, openNamespace, purge, receiveAtLeast, uniqueId, type Namespace } from './harness.js';
+import {
+  newClient,
+  openNamespace,
+  purgeQueues,
+  receiveAtLeast,
+  uniqueId,
+  type Namespace,
+} from './harness.js';
 
 const queue = 'conf-settle'; // LockDuration PT5S, MaxDeliveryCount 3
 const deferQueue = 'conf-defer';
@@ -13,13 +20,7 @@ describe('settlement: dead-letter, MaxDeliveryCount, defer, settlement without t
   before(async () => {
     ns = await openNamespace();
     client = newClient(ns);
-    for (const q of [queue, deferQueue]) {
-      for (const subQueueType of [undefined, 'deadLetter'] as const) {
-        const r = client.createReceiver(q, { receiveMode: 'receiveAndDelete', subQueueType });
-        await purge(client, r);
-        await r.close();
-      }
-    }
+    await purgeQueues(client, [queue, deferQueue]);
   });
 
   after(async () => {

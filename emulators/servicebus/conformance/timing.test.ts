@@ -4,7 +4,7 @@ import type { ServiceBusClient } from '@azure/service-bus';
 import {
   newClient,
   openNamespace,
-  purge,
+  purgeQueues,
   receiveAtLeast,
   sleep,
   uniqueId,
@@ -23,13 +23,7 @@ describe('scheduling, time-to-live, duplicate detection, forwarding', () => {
   before(async () => {
     ns = await openNamespace();
     client = newClient(ns);
-    for (const q of [timingQueue, dropQueue, dedupeQueue, 'conf-forward-target']) {
-      for (const subQueueType of [undefined, 'deadLetter'] as const) {
-        const r = client.createReceiver(q, { receiveMode: 'receiveAndDelete', subQueueType });
-        await purge(client, r);
-        await r.close();
-      }
-    }
+    await purgeQueues(client, [timingQueue, dropQueue, dedupeQueue, 'conf-forward-target']);
   });
 
   after(async () => {
