@@ -127,13 +127,12 @@ async function run(label: string, dataDir?: string): Promise<Array<[string, numb
   const emulator = await startServiceBusEmulator({ config, port: 0, dataDir });
   const cs = emulator.connectionString;
   const rows: Array<[string, number, string]> = [];
-  for (const clients of [1, 4]) {
-    const who = clients === 1 ? '1 client' : `${clients} clients`;
-    rows.push([`send single, ${who}${label}`, await sendCase(cs, clients, false), '']);
-  }
-  for (const clients of [1, 4]) {
-    const who = clients === 1 ? '1 client' : `${clients} clients`;
-    rows.push([`send batched (100), ${who}${label}`, await sendCase(cs, clients, true), '']);
+  const who = (clients: number) => (clients === 1 ? '1 client' : `${clients} clients`);
+  for (const batched of [false, true]) {
+    for (const clients of [1, 4]) {
+      const what = batched ? 'send batched (100)' : 'send single';
+      rows.push([`${what}, ${who(clients)}${label}`, await sendCase(cs, clients, batched), '']);
+    }
   }
   for (const mode of [
     'receive-and-delete',
@@ -141,9 +140,8 @@ async function run(label: string, dataDir?: string): Promise<Array<[string, numb
     'streaming peek-lock + complete',
   ] as const) {
     for (const clients of [1, 4]) {
-      const who = clients === 1 ? '1 client' : `${clients} clients`;
       const { rate, ranDry } = await receiveCase(cs, clients, mode);
-      rows.push([`${mode}, ${who}${label}`, rate, ranDry ? ' (ran dry: a lower bound)' : '']);
+      rows.push([`${mode}, ${who(clients)}${label}`, rate, ranDry ? ' (ran dry: a lower bound)' : '']);
     }
   }
   await emulator.stop();
