@@ -7,7 +7,7 @@ import { join } from 'node:path';
 
 const PACKAGE = 'Azure.Bicep.CommandLine.linux-x64';
 
-// The restore is quiet and leaves no trace outside the repository's ignored folders.
+// No telemetry and no first-run banner in CI logs.
 const DOTNET_ENV = {
   ...process.env,
   DOTNET_CLI_TELEMETRY_OPTOUT: '1',
