@@ -39,6 +39,8 @@ export interface LocalFunctionInfo {
   /** HTTP: methods and URL template; Service Bus: the entity; timer: the resolved schedule. */
   detail: string;
   authLevel?: string;
+  /** Set by `AzureWebJobs.<name>.Disabled`: listed, but never triggered. */
+  disabled?: boolean;
 }
 
 export interface LocalHost {
