@@ -5,6 +5,7 @@ import { resolveEntryFiles } from './appLoader.js';
 import { FunctionRegistry, installCoreApi, type RegisteredFunction } from './coreApi.js';
 import { defaultMaxRequestBodyBytes, HttpTriggerHost, toHttpRoute, type HttpRoute } from './httpTrigger.js';
 import { Invoker, triggerBindingOf } from './invoker.js';
+import { disabledSettingName, isFunctionDisabled } from './disabled.js';
 import { lineSink, type LogSink } from './logger.js';
 import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
 import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
@@ -108,17 +109,28 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     resolveBindingSettings(fn);
     const trigger = triggerBindingOf(fn.metadata);
     const binding = fn.metadata.bindings[trigger.name];
+    // Like the Azure host, a disabled function is still indexed (a bad binding still fails
+    // start-up); only its trigger is never started.
+    const disabled = isFunctionDisabled(fn.metadata.name, process.env);
+    const disabledDetail = `disabled by ${disabledSettingName(fn.metadata.name)}`;
     switch (trigger.type.toLowerCase()) {
-      case 'httptrigger':
-        httpRoutes.push(toHttpRoute(fn, trigger.name));
+      case 'httptrigger': {
+        const route = toHttpRoute(fn, trigger.name);
+        if (disabled) {
+          functions.push({ name: fn.metadata.name, trigger: 'http', detail: disabledDetail, disabled });
+        } else {
+          httpRoutes.push(route);
+        }
         break;
+      }
       case 'servicebustrigger': {
         const config = toServiceBusTriggerConfig(fn, trigger.name, hostJson);
-        serviceBusTriggers.push(new ServiceBusTrigger(config, invoker, log));
+        if (!disabled) serviceBusTriggers.push(new ServiceBusTrigger(config, invoker, log));
         functions.push({
           name: fn.metadata.name,
           trigger: 'serviceBus',
-          detail: describeEntity(config.entity),
+          detail: disabled ? disabledDetail : describeEntity(config.entity),
+          ...(disabled ? { disabled } : {}),
         });
         break;
       }
@@ -126,8 +138,15 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         if (typeof binding.schedule !== 'string')
           throw new Error(`Function "${fn.metadata.name}": a timer needs a schedule.`);
         const schedule = parseSchedule(binding.schedule, fn.metadata.name);
-        timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log));
-        functions.push({ name: fn.metadata.name, trigger: 'timer', detail: schedule.text });
+        if (!disabled) {
+          timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log));
+        }
+        functions.push({
+          name: fn.metadata.name,
+          trigger: 'timer',
+          detail: disabled ? disabledDetail : schedule.text,
+          ...(disabled ? { disabled } : {}),
+        });
         break;
       }
       default:
