@@ -7,6 +7,7 @@ import { defaultMaxRequestBodyBytes, HttpTriggerHost, toHttpRoute, type HttpRout
 import { Invoker, triggerBindingOf } from './invoker.js';
 import { disabledSettingName, isFunctionDisabled } from './disabled.js';
 import { lineSink, type LogSink } from './logger.js';
+import { OutputBindings, validateOutputBindings } from './outputBindings.js';
 import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
 import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
 import { TimerTrigger, parseSchedule } from './timerTrigger.js';
@@ -98,7 +99,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   if (!model) throw new Error('The app registered functions without a programming model.');
   const capabilities = (await model.getCapabilities?.({})) ?? {};
 
-  const invoker = new Invoker(registry, log);
+  const outputs = new OutputBindings();
+  const invoker = new Invoker(registry, log, outputs);
   const httpRoutes: HttpRoute[] = [];
   const serviceBusTriggers: ServiceBusTrigger[] = [];
   const timers: TimerTrigger[] = [];
@@ -107,6 +109,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
 
   for (const fn of registry.functions.values()) {
     resolveBindingSettings(fn);
+    validateOutputBindings(fn.metadata);
     const trigger = triggerBindingOf(fn.metadata);
     const binding = fn.metadata.bindings[trigger.name];
     // Like the Azure host, a disabled function is still indexed (a bad binding still fails
@@ -206,6 +209,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   } catch (err) {
     await httpHost.close();
     await Promise.all(serviceBusTriggers.map((t) => t.close()));
+    await outputs.close();
     throw err;
   }
   for (const timer of timers) timer.start();
@@ -230,6 +234,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         });
       }
       await Promise.all(serviceBusTriggers.map((t) => t.close()));
+      await outputs.close();
       httpHost.destroyConnections();
       await httpClosed;
       await registry
