@@ -8,6 +8,7 @@ import { Invoker, triggerBindingOf } from './invoker.js';
 import { disabledSettingName, isFunctionDisabled } from './disabled.js';
 import { lineSink, type LogSink } from './logger.js';
 import { OutputBindings, validateOutputBindings } from './outputBindings.js';
+import { readRetryPolicy } from './retryPolicy.js';
 import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
 import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
 import { TimerTrigger, parseSchedule } from './timerTrigger.js';
@@ -112,6 +113,11 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     validateOutputBindings(fn.metadata);
     const trigger = triggerBindingOf(fn.metadata);
     const binding = fn.metadata.bindings[trigger.name];
+    // Only for the triggers run here: the others are listed as not run, whatever their options.
+    const runsHere = ['httptrigger', 'servicebustrigger', 'timertrigger'].includes(
+      trigger.type.toLowerCase(),
+    );
+    const retry = runsHere ? readRetryPolicy(fn.metadata, trigger.type) : undefined;
     // Like the Azure host, a disabled function is still indexed (a bad binding still fails
     // start-up); only its trigger is never started.
     const disabled = isFunctionDisabled(fn.metadata.name, process.env);
@@ -142,7 +148,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
           throw new Error(`Function "${fn.metadata.name}": a timer needs a schedule.`);
         const schedule = parseSchedule(binding.schedule, fn.metadata.name);
         if (!disabled) {
-          timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log));
+          timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log, retry));
         }
         functions.push({
           name: fn.metadata.name,
