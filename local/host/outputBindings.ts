@@ -26,7 +26,16 @@ export function validateOutputBindings(metadata: FunctionMetadata): void {
           `(it sends http and serviceBus outputs only); its values would be lost. Remove it, or run the app with Core Tools.`,
       );
     }
-    if (type.toLowerCase() === 'servicebus') serviceBusOutputOf(metadata.name, name, binding);
+    if (type.toLowerCase() !== 'servicebus') continue;
+    const { connection } = serviceBusOutputOf(metadata.name, name, binding);
+    // Checked now, not on the first send: a missing setting is a start-up error in Azure too.
+    const set = (setting: string) => (process.env[setting] ?? '').trim() !== '';
+    if (!set(connection) && !set(`${connection}__fullyQualifiedNamespace`)) {
+      throw new Error(
+        `Function "${metadata.name}": Service Bus output binding "${name}" needs the app setting ${connection} ` +
+          `(a connection string) or ${connection}__fullyQualifiedNamespace.`,
+      );
+    }
   }
 }
 

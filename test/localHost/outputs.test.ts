@@ -110,6 +110,16 @@ describe('local host: Service Bus output bindings', () => {
     );
   });
 
+  it('refuses to start when an output binding names a connection setting that is not set', async () => {
+    await assert.rejects(
+      spawnLocalHost({
+        appRoot: writeFixtureApp({ files: 'httpOutputOnly.js' }),
+        env: { OutputConnection: '' },
+      }).then((h) => h.kill('SIGKILL')),
+      /exited \(code 1[\s\S]*Function "audited": Service Bus output binding "\w+" needs the app setting OutputConnection \(a connection string\) or OutputConnection__fullyQualifiedNamespace/,
+    );
+  });
+
   it('refuses to start an app with an output binding type it does not implement, naming it', async () => {
     await assert.rejects(
       spawnLocalHost({ appRoot: writeFixtureApp({ files: 'storageQueueOutput.js' }) }).then((h) =>
