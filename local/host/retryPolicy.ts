@@ -87,13 +87,16 @@ export async function runWithRetry(
     options.strategy === 'fixedDelay'
       ? new ConstantBackoff(options.delayMs)
       : new ExponentialBackoff({ initialDelay: Math.max(options.minimumMs, 1), maxDelay: options.maximumMs });
+  // cockatiel's wait between attempts ignores the signal: unref it so a stopped host is not kept
+  // alive by it, and refuse to start another attempt once stopped.
   const policy = retry(handleAll, {
     maxAttempts: options.maxRetryCount === -1 ? Number.POSITIVE_INFINITY : options.maxRetryCount,
     backoff,
-  });
+  }).dangerouslyUnref();
   let retryCount = 0;
   let lastError: Error | undefined;
   await policy.execute(async () => {
+    if (signal.aborted) throw lastError ?? new Error('The host stopped before the first attempt.');
     const context: RpcRetryContext = { retryCount, maxRetryCount: options.maxRetryCount };
     if (lastError) {
       context.exception = { message: lastError.message, stackTrace: lastError.stack, source: lastError.name };
