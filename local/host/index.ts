@@ -5,7 +5,10 @@ import { resolveEntryFiles } from './appLoader.js';
 import { FunctionRegistry, installCoreApi, type RegisteredFunction } from './coreApi.js';
 import { defaultMaxRequestBodyBytes, HttpTriggerHost, toHttpRoute, type HttpRoute } from './httpTrigger.js';
 import { Invoker, triggerBindingOf } from './invoker.js';
+import { disabledSettingName, isFunctionDisabled } from './disabled.js';
 import { lineSink, type LogSink } from './logger.js';
+import { OutputBindings, validateOutputBindings } from './outputBindings.js';
+import { readRetryPolicy } from './retryPolicy.js';
 import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
 import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
 import { TimerTrigger, parseSchedule } from './timerTrigger.js';
@@ -39,6 +42,8 @@ export interface LocalFunctionInfo {
   /** HTTP: methods and URL template; Service Bus: the entity; timer: the resolved schedule. */
   detail: string;
   authLevel?: string;
+  /** Set by `AzureWebJobs.<name>.Disabled`: listed, but never triggered. */
+  disabled?: boolean;
 }
 
 export interface LocalHost {
@@ -95,7 +100,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   if (!model) throw new Error('The app registered functions without a programming model.');
   const capabilities = (await model.getCapabilities?.({})) ?? {};
 
-  const invoker = new Invoker(registry, log);
+  const outputs = new OutputBindings();
+  const invoker = new Invoker(registry, log, outputs);
   const httpRoutes: HttpRoute[] = [];
   const serviceBusTriggers: ServiceBusTrigger[] = [];
   const timers: TimerTrigger[] = [];
@@ -104,19 +110,36 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
 
   for (const fn of registry.functions.values()) {
     resolveBindingSettings(fn);
+    validateOutputBindings(fn.metadata);
     const trigger = triggerBindingOf(fn.metadata);
     const binding = fn.metadata.bindings[trigger.name];
+    // Only for the triggers run here: the others are listed as not run, whatever their options.
+    const runsHere = ['httptrigger', 'servicebustrigger', 'timertrigger'].includes(
+      trigger.type.toLowerCase(),
+    );
+    const retry = runsHere ? readRetryPolicy(fn.metadata, trigger.type) : undefined;
+    // Like the Azure host, a disabled function is still indexed (a bad binding still fails
+    // start-up); only its trigger is never started.
+    const disabled = isFunctionDisabled(fn.metadata.name, process.env);
+    const disabledDetail = `disabled by ${disabledSettingName(fn.metadata.name)}`;
     switch (trigger.type.toLowerCase()) {
-      case 'httptrigger':
-        httpRoutes.push(toHttpRoute(fn, trigger.name));
+      case 'httptrigger': {
+        const route = toHttpRoute(fn, trigger.name);
+        if (disabled) {
+          functions.push({ name: fn.metadata.name, trigger: 'http', detail: disabledDetail, disabled });
+        } else {
+          httpRoutes.push(route);
+        }
         break;
+      }
       case 'servicebustrigger': {
         const config = toServiceBusTriggerConfig(fn, trigger.name, hostJson);
-        serviceBusTriggers.push(new ServiceBusTrigger(config, invoker, log));
+        if (!disabled) serviceBusTriggers.push(new ServiceBusTrigger(config, invoker, log));
         functions.push({
           name: fn.metadata.name,
           trigger: 'serviceBus',
-          detail: describeEntity(config.entity),
+          detail: disabled ? disabledDetail : describeEntity(config.entity),
+          ...(disabled ? { disabled } : {}),
         });
         break;
       }
@@ -124,8 +147,15 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         if (typeof binding.schedule !== 'string')
           throw new Error(`Function "${fn.metadata.name}": a timer needs a schedule.`);
         const schedule = parseSchedule(binding.schedule, fn.metadata.name);
-        timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log));
-        functions.push({ name: fn.metadata.name, trigger: 'timer', detail: schedule.text });
+        if (!disabled) {
+          timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log, retry));
+        }
+        functions.push({
+          name: fn.metadata.name,
+          trigger: 'timer',
+          detail: disabled ? disabledDetail : schedule.text,
+          ...(disabled ? { disabled } : {}),
+        });
         break;
       }
       default:
@@ -185,6 +215,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   } catch (err) {
     await httpHost.close();
     await Promise.all(serviceBusTriggers.map((t) => t.close()));
+    await outputs.close();
     throw err;
   }
   for (const timer of timers) timer.start();
@@ -209,6 +240,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         });
       }
       await Promise.all(serviceBusTriggers.map((t) => t.close()));
+      await outputs.close();
       httpHost.destroyConnections();
       await httpClosed;
       await registry

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { FunctionRegistry, RegisteredFunction } from './coreApi.js';
 import type { LogSink } from './logger.js';
+import type { OutputBindings } from './outputBindings.js';
 import type {
   CoreInvocationContext,
   FunctionCallback,
@@ -23,6 +24,15 @@ export interface TriggerInput {
   reason: string;
   /** Called with the invocation id before the handler's arguments are built (HTTP streaming needs it). */
   onInvocationId?: (invocationId: string) => void;
+  /** Set when the function has a retry policy: which attempt this is (`context.retryContext`). */
+  retryContext?: RpcRetryContext;
+}
+
+/** The worker protocol's RetryContext, as the library reads it into `context.retryContext`. */
+export interface RpcRetryContext {
+  retryCount: number;
+  maxRetryCount: number;
+  exception?: { message: string; stackTrace?: string; source?: string };
 }
 
 export interface InvocationOutcome {
@@ -69,6 +79,7 @@ export class Invoker {
   constructor(
     private readonly registry: FunctionRegistry,
     private readonly log: LogSink,
+    private readonly outputs?: OutputBindings,
   ) {}
 
   get activeInvocations(): number {
@@ -113,6 +124,7 @@ export class Invoker {
       functionId: functionName,
       inputData,
       triggerMetadata: input.triggerMetadata ?? {},
+      ...(input.retryContext ? { retryContext: input.retryContext } : {}),
     };
     const log = this.log;
     const coreCtx: CoreInvocationContext = {
@@ -180,6 +192,7 @@ export class Invoker {
       // A post-invocation hook may clear the error, like on the worker.
       if (postContext.error !== null && postContext.error !== undefined) throw postContext.error;
       const response = await invocationModel.getResponse(context, postContext.result);
+      await this.outputs?.send(fn.metadata, response);
       log({
         level: 'information',
         category: 'system',

@@ -2,6 +2,7 @@ import { Cron } from 'croner';
 import type { RegisteredFunction } from './coreApi.js';
 import { InvocationError, type Invoker } from './invoker.js';
 import type { LogSink } from './logger.js';
+import { runWithRetry, type RetryPolicyOptions } from './retryPolicy.js';
 import { parseTimeSpan } from './settings.js';
 
 /** When a schedule fires next: NCRONTAB (six fields, UTC) or a TimeSpan interval. */
@@ -57,6 +58,8 @@ export class TimerTrigger {
   private stopped = false;
   private running: Promise<void> | undefined;
   private last: Date | undefined;
+  /** Cancels a retry's wait when the host stops. */
+  private readonly stopSignal = new AbortController();
 
   constructor(
     private readonly fn: RegisteredFunction,
@@ -64,6 +67,7 @@ export class TimerTrigger {
     private readonly runOnStartup: boolean,
     private readonly invoker: Invoker,
     private readonly log: LogSink,
+    private readonly retry?: RetryPolicyOptions,
   ) {}
 
   get name(): string {
@@ -81,6 +85,7 @@ export class TimerTrigger {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timeout);
+    this.stopSignal.abort();
   }
 
   nextOccurrence(): Date {
@@ -121,17 +126,54 @@ export class TimerTrigger {
       IsPastDue: isPastDue,
     };
     this.last = scheduled;
-    this.running = this.invoker.invoke(this.fn, { data: { json: JSON.stringify(timer) }, reason }).then(
-      () => undefined,
-      (err: unknown) => {
-        // The failure is already logged by the invoker; a timer just waits for its next occurrence.
-        if (!(err instanceof InvocationError)) {
-          this.log({ level: 'error', category: 'host', functionName: this.name, message: String(err) });
-        }
-      },
-    );
+    const data = { json: JSON.stringify(timer) };
+    this.running = this.occurrence(data, reason).catch((err: unknown) => {
+      // The failure is already logged by the invoker; a timer just waits for its next occurrence.
+      if (!(err instanceof InvocationError)) {
+        this.log({ level: 'error', category: 'host', functionName: this.name, message: String(err) });
+      }
+    });
     await this.running;
     this.running = undefined;
     this.arm();
+  }
+
+  /** One occurrence: a single invocation, or as many as the retry policy allows while it fails. */
+  private async occurrence(data: { json: string }, reason: string): Promise<void> {
+    const policy = this.retry;
+    if (!policy) {
+      await this.invoker.invoke(this.fn, { data, reason });
+      return;
+    }
+    try {
+      await runWithRetry(
+        policy,
+        async (retryContext) => {
+          if (retryContext.retryCount > 0) {
+            this.log({
+              level: 'information',
+              category: 'host',
+              functionName: this.name,
+              message: `Retrying 'Functions.${this.name}' (retry ${retryContext.retryCount} of ${policy.maxRetryCount === -1 ? 'unlimited' : policy.maxRetryCount}, ${policy.strategy})`,
+            });
+          }
+          try {
+            await this.invoker.invoke(this.fn, { data, reason, retryContext });
+          } catch (err) {
+            // The handler's own error is what the next attempt's retryContext.exception shows.
+            throw err instanceof InvocationError ? err.cause : err;
+          }
+        },
+        this.stopSignal.signal,
+      );
+    } catch (err) {
+      if (this.stopped) return;
+      this.log({
+        level: 'error',
+        category: 'host',
+        functionName: this.name,
+        message: `'Functions.${this.name}' failed after ${policy.maxRetryCount} retries; waiting for its next occurrence. Last error: ${(err as Error).message}`,
+      });
+    }
   }
 }

@@ -14,6 +14,7 @@ import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
+import { callerScope } from '../orders/callerScope.js';
 import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
 import { orderSummary, orderView } from '../orders/orderView.js';
 import { OrderAlreadyExists, type StoredOrder } from '../stateStore/index.js';
@@ -118,13 +119,15 @@ export async function submitOrder(
       'The Idempotency-Key header must be 1 to 200 visible ASCII characters.',
     );
   }
+  const caller = callerScope((name) => request.headers.get(name));
+  if (!caller.ok) return problem(400, problemTypes.validation, 'Invalid X-Client-Id', caller.detail);
   const body = await readJsonBody(request);
   if (!body.ok) return body.response;
   const parsed = parseOrderRequest(body.value);
   if (!parsed.ok) return validationProblem(parsed.errors);
 
   const now = deps.clock.now();
-  const orderId = key !== null ? orderIdFromIdempotencyKey(key) : randomUUID();
+  const orderId = key !== null ? orderIdFromIdempotencyKey(key, caller.scope) : randomUUID();
   const log = logger(context, { actor: 'submission', orderId });
   const order: Order = { orderId, ...parsed.value, requestHash: requestHash(parsed.value), createdAt: now };
   const recorded = key !== null ? await deps.store.load(orderId) : null;
@@ -160,8 +163,9 @@ async function replayedSubmission(
       409,
       problemTypes.idempotencyConflict,
       'Idempotency-Key reused with a different body',
+      // Names no order: the caller already has its id from the first answer, and naming it
+      // would hand it to anyone else who shares this key space.
       'This Idempotency-Key was already used for a different order. Use a new key for a new order.',
-      { orderId: order.orderId },
     );
   }
   log.info('repeated submission; answering with the recorded order');

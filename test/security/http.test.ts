@@ -199,3 +199,31 @@ test('300 generated requests over real HTTP: never a 5xx', async () => {
   );
   assert.equal(count, 300);
 });
+
+test('over HTTP, two clients sharing the function key and an Idempotency-Key get two orders; a 409 names none', async () => {
+  const key = `shared-over-http-${Date.now()}`;
+  const post = async (clientId: string, customerId: string) => {
+    const res = await send(
+      'POST',
+      '/orders',
+      {
+        'x-functions-key': stack.functionKey,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+        'x-client-id': clientId,
+      },
+      JSON.stringify({ ...validOrder, customerId }),
+    );
+    return { status: res.status, text: await res.text() };
+  };
+  const a = await post('shop-a', 'alice');
+  const b = await post('shop-b', 'bob');
+  assert.equal(a.status, 202, a.text);
+  assert.equal(b.status, 202, b.text);
+  const idA = (JSON.parse(a.text) as { orderId: string }).orderId;
+  const idB = (JSON.parse(b.text) as { orderId: string }).orderId;
+  assert.notEqual(idA, idB);
+  const conflict = await post('shop-a', 'someone-else');
+  assert.equal(conflict.status, 409);
+  assert.ok(!conflict.text.includes(idA) && !conflict.text.includes(idB), conflict.text);
+});
