@@ -27,6 +27,10 @@ param maximumInstanceCount int = 100
 @allowed([2048, 4096])
 param instanceMemoryMB int = 2048
 
+@description('Order-status events: process (state changes only) or step (also one event per step; one more send per step).')
+@allowed(['process', 'step'])
+param statusEvents string = 'process'
+
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
 }
@@ -69,6 +73,7 @@ var appSettings = {
   FAILURE_SOFT_THRESHOLD: failureSoftThreshold
   FAILURE_HARD_THRESHOLD: failureHardThreshold
   EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds
+  STATUS_EVENTS: statusEvents
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.
