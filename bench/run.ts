@@ -7,6 +7,7 @@ import {
   measureScenario,
   measureSubmission,
   scenarios,
+  settle,
   type ScenarioName,
   type ScenarioResult,
 } from './cost.js';
@@ -87,6 +88,9 @@ async function measureKind(
   runs: number,
   statusEvents: 'process' | 'step',
 ): Promise<{ result: ScenarioResult; kind: MeasuredKind }> {
+  // The order before may still be finishing (its terminal event goes out before its invocation ends).
+  await settle(bench);
+  await new Promise((r) => setTimeout(r, 300));
   const from = Date.now();
   const result = await measureScenario(bench, name, runs);
   await new Promise((r) => setTimeout(r, 300)); // the host's last lines are still in the pipe
@@ -321,7 +325,7 @@ async function main(): Promise<void> {
       const floor = await measureFloor(bench, recipe, n, orders);
       tp.push({ actual, floor });
     }
-    const peakAfterLoad = hostPeak(bench);
+
     log(
       formatTable(
         [
@@ -362,6 +366,7 @@ async function main(): Promise<void> {
     log(
       `\n== 4. Recovery from an Agent that dies mid-call (hang past complete-by), ${plan.recovery.orders} orders ==`,
     );
+    memory.section = 'recovery';
     const isolated = await measureRecovery(bench, plan.recovery.isolated, 1, boundMs);
     const rec = await measureRecovery(bench, plan.recovery.orders, plan.recovery.concurrency, boundMs);
     const recRow = (what: string, r: typeof rec) => [
@@ -393,6 +398,8 @@ async function main(): Promise<void> {
       `  bound = STEP_TIMEOUT_SECONDS ${stepTimeoutSeconds} s + sweep interval ${sweepIntervalSeconds} s (the re-run of the three steps comes on top)`,
     );
     results.recovery = { isolated, concurrent: rec };
+    const peakAfterLoad = hostPeak(bench);
+    memory.section = 'sweep scaling (host idle)';
 
     // 5. Dollars, and the instance size the measured memory needs.
     if (!loaded) throw new Error('no throughput run');
@@ -523,7 +530,7 @@ async function main(): Promise<void> {
       ),
     );
     log(
-      `  kernel peak RSS (VmHWM): ${kernelPeak.toFixed(1)} MB (first host ${peakBeforeRestart?.hwmMB.toFixed(1) ?? '-'} MB, after the loaded runs ${peakAfterLoad?.hwmMB.toFixed(1) ?? '-'} MB)`,
+      `  kernel peak RSS (VmHWM): ${kernelPeak.toFixed(1)} MB (first host ${peakBeforeRestart?.hwmMB.toFixed(1) ?? '-'} MB, last host, through idle, throughput and recovery ${peakAfterLoad?.hwmMB.toFixed(1) ?? '-'} MB)`,
     );
     const saving = pick ? savingPerMillion(processSuccess, 2048, pick.sizeMB) : undefined;
     log(
