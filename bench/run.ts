@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { StatusEventLevel } from '../shared/domain/statusEvents.js';
 import { startBenchStack, type BenchStack } from './benchStack.js';
 import {
   measureIdle,
@@ -21,9 +22,11 @@ import { measureSweepScaling } from './sweepScaling.js';
 import { floorRecipe, measureActual, measureFloor, type RunFigures } from './throughput.js';
 
 /**
- * `npm run bench [-- --quick]`: cost per order, idle cost, throughput and latency beside the
- * floor, sweep scaling and recovery, on the local stack; prints tables and writes the same
- * figures to bench/results/latest.json. Everything is compared within one run.
+ * `npm run bench [-- --quick]`: cost per order (at both status-event levels), idle cost,
+ * throughput and latency beside the floor, recovery, the same costs in dollars
+ * (bench/prices.json) with the host's peak memory, and sweep scaling, on the local stack; prints
+ * tables and writes the same figures to bench/results/latest.json. Everything is compared within
+ * one run.
  */
 const quick = process.argv.includes('--quick');
 const stepTimeoutSeconds = 3;
@@ -86,7 +89,7 @@ async function measureKind(
   bench: BenchStack,
   name: ScenarioName,
   runs: number,
-  statusEvents: 'process' | 'step',
+  statusEvents: StatusEventLevel,
 ): Promise<{ result: ScenarioResult; kind: MeasuredKind }> {
   // The order before may still be finishing (its terminal event goes out before its invocation ends).
   await settle(bench);
@@ -111,7 +114,7 @@ function hostPeak(bench: BenchStack) {
 }
 
 /** Restarts the functions host with another STATUS_EVENTS (same port, same stack). */
-async function restartHostWith(bench: BenchStack, level: 'process' | 'step'): Promise<void> {
+async function restartHostWith(bench: BenchStack, level: StatusEventLevel): Promise<void> {
   bench.stack.env.STATUS_EVENTS = level;
   await bench.stack.killHost('SIGTERM');
   await bench.stack.startHost();
