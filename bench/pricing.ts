@@ -239,6 +239,12 @@ export function monthAtRest(
   };
 }
 
+/** One always-ready instance for a month: its baseline, billed whether it executes or not. */
+export function alwaysReadyBaselineMonthly(memoryMB: number, prices: PriceTable): number {
+  const seconds = prices.hoursPerMonth * 3600;
+  return seconds * gigabytes(memoryMB) * prices.flexConsumption.alwaysReady.baselinePerGBSecond.value;
+}
+
 /**
  * The margin rule for instance memory: the worker's measured peak resident memory may use at most
  * `share` of the instance. The rest is for what this bench cannot measure: the Functions host

@@ -15,7 +15,13 @@ import {
 import { priceKinds, savingPerMillion, type MeasuredKind } from './dollars.js';
 import { interval, overlapFactor, parseInvocation, within, type Invocation } from './invocations.js';
 import { MemoryRecorder, readProcStatus } from './memory.js';
-import { billedActivityMs, memoryShare, parsePriceTable, smallestInstance } from './pricing.js';
+import {
+  alwaysReadyBaselineMonthly,
+  billedActivityMs,
+  memoryShare,
+  parsePriceTable,
+  smallestInstance,
+} from './pricing.js';
 import { measureRecovery } from './recovery.js';
 import { checkBudget, formatTable } from './stats.js';
 import { measureSweepScaling } from './sweepScaling.js';
@@ -510,6 +516,11 @@ async function main(): Promise<void> {
     );
     log(
       `  sweep duration p50 ${sweepMs} ms over ${sweepDurations.length} idle sweeps; ${idle.tablePerSweep} table tx per sweep`,
+    );
+    log(
+      `  not configured, for comparison: one always-ready instance adds a baseline of ${sizes
+        .map((mb) => `${usd(alwaysReadyBaselineMonthly(mb, prices))} (${mb} MB)`)
+        .join(', ')} a month, and removes the free grant`,
     );
 
     // Memory: the host process (the app's only process here) under the bench's loads.

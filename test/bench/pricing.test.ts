@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   activityPeriods,
+  alwaysReadyBaselineMonthly,
   billedActivityMs,
   billedMs,
   monthAtRest,
@@ -162,6 +163,13 @@ describe('a month at rest', () => {
     const r = monthAtRest(120, 35, 1, 512, prices);
     close(r.supervisorGBSeconds, 43_800, 'GB-s');
     close(r.totalAfterFreeGrant, 9.855 + r.table, 'after grant');
+  });
+});
+
+describe('always ready', () => {
+  it('one instance bills its baseline for every second of the month', () => {
+    close(alwaysReadyBaselineMonthly(512, prices), 730 * 3600 * 0.5 * 0.000004, '512 MB');
+    close(alwaysReadyBaselineMonthly(2048, prices), 730 * 3600 * 2 * 0.000004, '2,048 MB');
   });
 });
 
