@@ -82,7 +82,7 @@ function mean(costs: OrderCost[]): OrderCost {
 }
 
 /** Waits until no app counter but the sweep query moves for `quietMs`. */
-async function settle(bench: BenchStack, quietMs = 1500, maxMs = 20_000): Promise<void> {
+export async function settle(bench: BenchStack, quietMs = 1500, maxMs = 20_000): Promise<void> {
   const key = (c: Counts) =>
     JSON.stringify(
       Object.entries(c).filter(

@@ -50,6 +50,14 @@ param failureHardThreshold string = '5'
 @description('Delay before a retry once the soft threshold is passed.')
 param extendedBackoffSeconds string = '120'
 
+@description('Order-status events: process (state changes only) or step (also one per step, one more send each).')
+@allowed(['process', 'step'])
+param statusEvents string = 'process'
+
+@description('Flex Consumption instance memory (MB). 512 keeps the measured peak under half of it (docs/deploy.md).')
+@allowed([512, 2048, 4096])
+param instanceMemoryMB int = 512
+
 @description('Email for operator alerts. Empty: the action group has no receivers.')
 param alertEmail string = ''
 
@@ -156,6 +164,8 @@ module api 'app/api.bicep' = {
     failureSoftThreshold: failureSoftThreshold
     failureHardThreshold: failureHardThreshold
     extendedBackoffSeconds: extendedBackoffSeconds
+    statusEvents: statusEvents
+    instanceMemoryMB: instanceMemoryMB
   }
   // The host must not start before its identity can reach storage and Service Bus.
   dependsOn: [rbac]

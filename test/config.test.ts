@@ -56,3 +56,16 @@ test('malformed numbers and URLs fail with the setting name', () => {
     /FAILURE_HARD_THRESHOLD/,
   );
 });
+
+test('STATUS_EVENTS: process level by default, step level on request, anything else names the setting', () => {
+  assert.equal(loadSettings(base).statusEvents, 'process');
+  assert.equal(loadSettings({ ...base, STATUS_EVENTS: 'step' }).statusEvents, 'step');
+  assert.equal(loadSettings({ ...base, STATUS_EVENTS: ' process ' }).statusEvents, 'process');
+  assert.throws(
+    () => loadSettings({ ...base, STATUS_EVENTS: 'steps' }),
+    (e: unknown) =>
+      e instanceof SettingsError &&
+      e.setting === 'STATUS_EVENTS' &&
+      /must be one of process, step, got "steps"/.test(e.message),
+  );
+});

@@ -24,8 +24,14 @@ param extendedBackoffSeconds string
 @maxValue(1000)
 param maximumInstanceCount int = 100
 
-@allowed([2048, 4096])
-param instanceMemoryMB int = 2048
+// 512 MB: the bench's peak resident memory of the app's process is 160 MB (docs/performance.md),
+// under half of it; the rest is for the Functions host process and load beyond the bench's.
+@allowed([512, 2048, 4096])
+param instanceMemoryMB int = 512
+
+@description('Order-status events: process (state changes only) or step (also one event per step; one more send per step).')
+@allowed(['process', 'step'])
+param statusEvents string = 'process'
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -69,6 +75,7 @@ var appSettings = {
   FAILURE_SOFT_THRESHOLD: failureSoftThreshold
   FAILURE_HARD_THRESHOLD: failureHardThreshold
   EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds
+  STATUS_EVENTS: statusEvents
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

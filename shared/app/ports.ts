@@ -1,4 +1,5 @@
 import type { Clock, Policy, Workflow } from '../domain/index.js';
+import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
 import type { StateStore } from '../stateStore/index.js';
 
@@ -9,4 +10,6 @@ export interface Dependencies {
   clock: Clock;
   policy: Policy;
   workflow: Workflow;
+  /** Which order-status events are sent; absent means the setting's default, process level. */
+  statusEvents?: StatusEventLevel;
 }

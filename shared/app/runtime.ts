@@ -34,5 +34,6 @@ async function create(s: Settings): Promise<Dependencies> {
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,
+    statusEvents: s.statusEvents,
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { defaultStatusEventLevel, statusEventLevels, type StatusEventLevel } from '../domain/statusEvents.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -20,6 +21,7 @@ export const settingNames = {
   failureSoftThreshold: 'FAILURE_SOFT_THRESHOLD',
   failureHardThreshold: 'FAILURE_HARD_THRESHOLD',
   extendedBackoffSeconds: 'EXTENDED_BACKOFF_SECONDS',
+  statusEvents: 'STATUS_EVENTS',
 } as const;
 
 export type ServiceBusConnection =
@@ -38,6 +40,7 @@ export interface Settings {
   failureSoftThreshold: number;
   failureHardThreshold: number;
   extendedBackoffSeconds: number;
+  statusEvents: StatusEventLevel;
 }
 
 export class SettingsError extends Error {
@@ -79,6 +82,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     throw new SettingsError(name, `must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new SettingsError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
 }
 
 function serviceBus(env: Env): ServiceBusConnection {
@@ -131,6 +143,7 @@ export function loadSettings(env: Env = process.env): Settings {
     failureSoftThreshold: soft,
     failureHardThreshold: hard,
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
+    statusEvents: oneOf(env, settingNames.statusEvents, statusEventLevels, defaultStatusEventLevel),
   };
 }
 

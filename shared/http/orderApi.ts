@@ -144,7 +144,7 @@ export async function submitOrder(
     return replayedSubmission(deps, request, order, log);
   }
   log.info('order recorded', { processState: decision.state.processState });
-  await sendAfterWrite(() => carryOut(deps.bus, decision.commands, order, now, log), log);
+  await sendAfterWrite(() => carryOut(deps, decision.commands, order, now, log), log);
   return accepted(request, decision.state);
 }
 
@@ -173,7 +173,7 @@ async function replayedSubmission(
     // The first request may have died between its write and its message: send it again.
     const now = deps.clock.now();
     const commands = outstandingCommands(deps.workflow, existing.state, now);
-    await sendAfterWrite(() => carryOut(deps.bus, commands, existing.order, now, log), log);
+    await sendAfterWrite(() => carryOut(deps, commands, existing.order, now, log), log);
   }
   return accepted(request, existing.state);
 }
@@ -271,7 +271,7 @@ async function operatorAction(
     case 'applied': {
       log.info('operator action recorded', { to: result.state.processState });
       const now = deps.clock.now();
-      await sendAfterWrite(() => carryOut(deps.bus, result.commands, result.before.order, now, log), log);
+      await sendAfterWrite(() => carryOut(deps, result.commands, result.before.order, now, log), log);
       return accepted(request, result.state);
     }
   }

@@ -1,4 +1,5 @@
 import type { Command, Order } from '../domain/index.js';
+import { defaultStatusEventLevel, publishedAt, type StatusEventLevel } from '../domain/statusEvents.js';
 import type {
   AgentRequestMessage,
   OperatorAlert,
@@ -116,16 +117,22 @@ export function toMessage(command: Command, order: Order, now: Date): Addressed 
   }
 }
 
+/** Where commands go: the bus, and which status events this deployment publishes. */
+export interface Outbox {
+  bus: MessageBus;
+  statusEvents?: StatusEventLevel;
+}
+
 /** Sends the commands' messages. Safe to repeat: the message ids are deterministic. */
 export async function carryOut(
-  bus: MessageBus,
+  outbox: Outbox,
   commands: readonly Command[],
   order: Order,
   now: Date,
   log?: Logger,
 ): Promise<void> {
   const byEntity = new Map<string, OutgoingMessage[]>();
-  for (const command of commands) {
+  for (const command of publishedAt(commands, outbox.statusEvents ?? defaultStatusEventLevel)) {
     const { entity, message } = toMessage(command, order, now);
     if (command.type === 'RaiseOperatorAlert') {
       // The error log is the alert's second channel: Application Insights sees it even if the
@@ -136,7 +143,7 @@ export async function carryOut(
     list.push(message);
     byEntity.set(entity, list);
   }
-  await Promise.all([...byEntity].map(([entity, messages]) => bus.send(entity, messages)));
+  await Promise.all([...byEntity].map(([entity, messages]) => outbox.bus.send(entity, messages)));
 }
 
 /** An alert for a message that failed its schema, naming the order when it is readable. */

@@ -93,7 +93,7 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
         failureCount: result.state.failureCount,
       });
       await carryOut(
-        deps.bus,
+        deps,
         withOperatorAlert(result.commands, result.state),
         result.before.order,
         deps.clock.now(),
@@ -112,7 +112,7 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
       });
       const now = deps.clock.now();
       const commands = outstandingCommands(deps.workflow, result.current.state, now);
-      await carryOut(deps.bus, commands, result.current.order, now, log);
+      await carryOut(deps, commands, result.current.order, now, log);
       return;
     }
   }

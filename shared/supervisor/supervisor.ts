@@ -98,7 +98,7 @@ export async function runSupervisor(
           },
         );
         await carryOut(
-          deps.bus,
+          deps,
           withOperatorAlert(result.commands, state),
           result.before.order,
           deps.clock.now(),

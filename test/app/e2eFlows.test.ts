@@ -31,6 +31,8 @@ describe('order flows through the stack', { concurrency: true }, () => {
         FAILURE_SOFT_THRESHOLD: '1',
         FAILURE_HARD_THRESHOLD: '2',
         EXTENDED_BACKOFF_SECONDS: '2',
+        // The happy path follows each step's event through the real host and settings.
+        STATUS_EVENTS: 'step',
       },
     });
     api = new Api(stack);

@@ -337,7 +337,7 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
   });
 
   it('crash after a step completion: the redelivered reply also publishes its status event', async () => {
-    const deps = await freshDeps(infra);
+    const deps: TestDeps = { ...(await freshDeps(infra)), statusEvents: 'step' };
     const orderId = await submitted(deps);
     await deliver(deps, processOrder(orderId));
     await writeOnly(deps, orderId, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 });
