@@ -46,7 +46,9 @@ describe('the OpenAPI document', () => {
     const ajv = new Ajv2020({ allErrors: true, strict: false });
     addFormats(ajv);
     ajv.addSchema({ ...doc, $id: 'https://openapi.invalid/doc.json' });
-    const validate = ajv.compile({ $ref: 'https://openapi.invalid/doc.json#/components/schemas/OrderRequest' });
+    const validate = ajv.compile({
+      $ref: 'https://openapi.invalid/doc.json#/components/schemas/OrderRequest',
+    });
     const good = {
       customerId: 'c-1',
       items: [{ sku: 'SKU-1', quantity: 2, unitPrice: 9.99 }],
