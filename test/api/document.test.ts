@@ -138,6 +138,11 @@ describe('the response validator', () => {
       headers: { 'Retry-After': '2', 'Cache-Control': 'no-store' },
     });
     assert.match(v.deviations('POST', '/orders', noLocation).join(), /required header Location is missing/);
+    const soon = fromHandler({ ...accepted, headers: { ...accepted.headers, 'Retry-After': 'soon' } });
+    assert.match(
+      v.deviations('POST', '/orders', soon).join(),
+      /header Retry-After="soon": data must match pattern/,
+    );
     const badState = fromHandler({ ...accepted, jsonBody: { ...accepted.jsonBody, processState: 'Done' } });
     assert.match(
       v.deviations('POST', '/orders', badState).join(),
