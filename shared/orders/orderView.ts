@@ -17,11 +17,11 @@ import { orderItemSchema, shippingAddressSchema } from './orderRequest.js';
  */
 
 /** Every member of a domain union, or the build fails: the published enums cannot fall behind. */
-function allOf<T extends string>() {
+function everyMemberOf<T extends string>() {
   return <const L extends readonly T[]>(list: L & ([T] extends [L[number]] ? unknown : never)) => list;
 }
 
-const stepStatuses = allOf<StepStatus>()([
+const stepStatuses = everyMemberOf<StepStatus>()([
   'NotStarted',
   'Running',
   'TimedOut',
@@ -31,8 +31,8 @@ const stepStatuses = allOf<StepStatus>()([
   'Compensated',
   'CompensationFailed',
 ]);
-const compensationReasons = allOf<CompensationReason>()(['step-failed', 'cancelled', 'gave-up']);
-const errorCodes = allOf<ErrorCode>()(['GaveUp', 'CompensationFailed', 'CompensationGaveUp']);
+const compensationReasons = everyMemberOf<CompensationReason>()(['step-failed', 'cancelled', 'gave-up']);
+const errorCodes = everyMemberOf<ErrorCode>()(['GaveUp', 'CompensationFailed', 'CompensationGaveUp']);
 
 export const processStateSchema = z.enum(processStates as [ProcessState, ...ProcessState[]]);
 const timestamp = z.iso.datetime();
