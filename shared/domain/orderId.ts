@@ -4,10 +4,10 @@ import { createHash } from 'node:crypto';
  * Order ids are lower-case RFC 9562 UUIDs. They end up in OData filters, table keys and message
  * ids, so everything that accepts one from outside validates it first.
  */
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const orderIdPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 export function isOrderId(value: unknown): value is string {
-  return typeof value === 'string' && uuid.test(value);
+  return typeof value === 'string' && orderIdPattern.test(value);
 }
 
 export class InvalidOrderId extends Error {

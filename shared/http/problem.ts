@@ -1,4 +1,6 @@
 import type { HttpResponseInit } from '@azure/functions';
+import { z } from 'zod';
+import { processStates } from '../domain/state.js';
 
 /**
  * RFC 9457 problem details. Every error a client sees is one of these: a status, a short
@@ -52,6 +54,33 @@ export interface FieldError {
   pointer: string;
   detail: string;
 }
+
+export const fieldErrorSchema = z.strictObject({
+  pointer: z.string().meta({ description: 'JSON Pointer (RFC 6901) to the failing value.' }),
+  detail: z.string(),
+});
+
+/**
+ * The problem+json body as the OpenAPI document publishes it. Loose, because RFC 9457 lets
+ * problems carry extensions; the ones this API sends are typed so clients can rely on them.
+ */
+export const problemDetailsSchema = z
+  .looseObject({
+    type: z.enum(Object.values(problemTypes).map((t) => typeBase + t)),
+    title: z.string(),
+    status: z.number().int().min(400).max(599),
+    detail: z.string().optional(),
+    instance: z.string().optional(),
+    errors: z.array(fieldErrorSchema).optional().meta({ description: 'The failing fields of a 400.' }),
+    maxBytes: z.number().int().optional().meta({ description: 'The body limit a 413 refers to.' }),
+    orderId: z.string().optional().meta({ description: 'The order an Idempotency-Key already names.' }),
+    processState: z
+      .enum(processStates)
+      .optional()
+      .meta({ description: "The order's state when a 409 refuses." }),
+    invocationId: z.string().optional().meta({ description: 'Quote it when reporting a 500 or 503.' }),
+  })
+  .meta({ description: 'RFC 9457 problem details.' });
 
 export function validationProblem(errors: FieldError[], detail = 'The request body has invalid fields.') {
   return problem(400, problemTypes.validation, 'Invalid request', detail, { errors });
