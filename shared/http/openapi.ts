@@ -139,7 +139,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
         summary: 'Submit an order',
         description:
           'Records the order and starts processing it. With an Idempotency-Key, a retry with the same key and body answers 202 for the same order again; the order id is derived from the key.',
-        parameters: [param('IdempotencyKey')],
+        parameters: [param('IdempotencyKey'), param('ClientId')],
         requestBody: {
           required: true,
           description: `JSON (\`application/json\` or any \`application/*+json\`), at most ${maxBodyBytes} bytes. Unit prices have at most 2 decimal places.`,
@@ -148,7 +148,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
         responses: {
           '202': accepted('Recorded (or the same order again, for a repeated Idempotency-Key and body).'),
           '400': problem(
-            'Malformed JSON, invalid fields (listed in `errors` as JSON Pointers) or an invalid Idempotency-Key.',
+            'Malformed JSON, invalid fields (listed in `errors` as JSON Pointers), an invalid Idempotency-Key or an invalid X-Client-Id.',
           ),
           '409': problem('The Idempotency-Key was already used with a different body.'),
           '413': problem(
@@ -253,6 +253,14 @@ function parameters(): JsonSchema {
       required: false,
       description: 'Makes retries safe: the same key and body always name the same order.',
       schema: inline(z.string().regex(/^[!-~]{1,200}$/)),
+    },
+    ClientId: {
+      name: 'X-Client-Id',
+      in: 'header',
+      required: false,
+      description:
+        'Scopes the Idempotency-Key to this caller when a function key is shared (ignored behind App Service Authentication, where the signed-in principal is the caller). Not authentication.',
+      schema: inline(z.string().regex(/^[!-~]{1,128}$/)),
     },
     State: {
       name: 'state',

@@ -169,4 +169,21 @@ describe('documented parameters agree with the handlers', () => {
         ),
     );
   });
+
+  it('X-Client-Id', async () => {
+    await agree(
+      'ClientId',
+      ['client-a', 'x'.repeat(128), 'x'.repeat(129), 'has space', 'caf\u00e9', ''],
+      (clientId) =>
+        handlerAccepts(
+          call(submitOrder, {
+            method: 'POST',
+            path: '/orders',
+            headers: { 'x-client-id': clientId, 'content-type': 'application/json' },
+            body: '{}',
+          }),
+          'Invalid X-Client-Id',
+        ),
+    );
+  });
 });
