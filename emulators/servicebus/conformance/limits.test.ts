@@ -83,6 +83,9 @@ describe('limits, error texts and peeked states', () => {
     const run = uniqueId('peek-sched');
     const queueSender = client.createSender(sizeQueue);
     const [queueSeq] = await queueSender.scheduleMessages({ body: 'later', messageId: `${run}-q` }, due);
+    const batch = await queueSender.createMessageBatch();
+    assert.ok(batch.tryAddMessage({ body: 'in-batch', messageId: `${run}-b`, scheduledEnqueueTimeUtc: due }));
+    await queueSender.sendMessages(batch);
     const topicSender = client.createSender(topic);
     const [topicSeq] = await topicSender.scheduleMessages({ body: 'later', messageId: `${run}-t` }, due);
 
@@ -91,13 +94,17 @@ describe('limits, error texts and peeked states', () => {
     assert.ok(queued, 'peeked on the queue');
     assert.equal(queued.state, 'scheduled');
     assert.equal(queued.scheduledEnqueueTimeUtc?.getTime(), due.getTime());
+    const batched = queuePeek.find((m) => m.messageId === `${run}-b`);
+    assert.equal(batched?.state, 'scheduled', 'sent in a batch with scheduledEnqueueTimeUtc');
+    const [bySeq] = await client.createReceiver(sizeQueue).peekMessages(1, { fromSequenceNumber: queueSeq });
+    assert.equal(bySeq?.state, 'scheduled', 'peeked from its sequence number');
 
     const subPeek = await client.createReceiver(topic, 'all').peekMessages(10);
     const inSub = subPeek.find((m) => m.messageId === `${run}-t`);
     assert.ok(inSub, 'peeked on the subscription');
     assert.equal(inSub.state, 'scheduled');
 
-    await queueSender.cancelScheduledMessages(queueSeq);
+    await queueSender.cancelScheduledMessages([queueSeq, batched.sequenceNumber!]);
     await topicSender.cancelScheduledMessages(topicSeq);
     await queueSender.close();
     await topicSender.close();
