@@ -17,7 +17,7 @@ import {
 import { handleManagement } from './management.js';
 import { SettleError, type MessageStore } from './message-store.js';
 import { EntityError, type Namespace } from './namespace.js';
-import { lockTokenToDeliveryTag, splitBatch, toDeliveryMessage } from './wire.js';
+import { encodedSizeOver, lockTokenToDeliveryTag, splitBatch, toDeliveryMessage } from './wire.js';
 
 type Outcomes = {
   accepted(): { described(): unknown };
@@ -294,11 +294,14 @@ export class AmqpServer {
     }
     try {
       const format = (delivery as unknown as { format?: number }).format ?? 0;
+      const raw = ctx.message as unknown as Buffer;
       const size =
         format === BATCH_FORMAT
-          ? (ctx.message as unknown as Buffer).length
-          : (rheaMessage.encode(ctx.message as Message) as Buffer).length;
-      if (size > MAX_MESSAGE_SIZE) {
+          ? raw.length > MAX_MESSAGE_SIZE
+            ? raw.length
+            : undefined
+          : encodedSizeOver(ctx.message as Message, MAX_MESSAGE_SIZE);
+      if (size !== undefined) {
         delivery.reject({
           condition: 'amqp:link:message-size-exceeded',
           description: `The received message (size: ${size} bytes) exceeds the limit (${MAX_MESSAGE_SIZE} bytes) currently allowed on the link. Reference: ${address}`,
