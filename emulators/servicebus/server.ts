@@ -17,7 +17,13 @@ import {
 import { handleManagement } from './management.js';
 import { SettleError, type MessageStore } from './message-store.js';
 import { EntityError, type Namespace } from './namespace.js';
-import { encodedSizeOver, lockTokenToDeliveryTag, splitBatch, toDeliveryMessage } from './wire.js';
+import {
+  encodedSizeOver,
+  lockTokenToDeliveryTag,
+  MAX_MESSAGE_SIZE,
+  splitBatch,
+  toDeliveryMessage,
+} from './wire.js';
 
 type Outcomes = {
   accepted(): { described(): unknown };
@@ -28,7 +34,6 @@ type Outcomes = {
 const outcomes = rheaMessage as unknown as Outcomes;
 
 const BATCH_FORMAT = 0x80013700;
-const MAX_MESSAGE_SIZE = 256 * 1024;
 
 interface ReceiveBinding {
   sender: Sender;

@@ -54,6 +54,9 @@ export function wrapUuid(token: string): unknown {
   return types.wrap_uuid(uuidToBytes(token));
 }
 
+/** Standard tier's largest message, advertised on every link and enforced on sends and schedules. */
+export const MAX_MESSAGE_SIZE = 256 * 1024;
+
 const messageStateCode = { active: 0, deferred: 1, scheduled: 2 } as const;
 
 /** Builds the message a receiver sees: the sent message plus header count and broker annotations. */

@@ -52,6 +52,24 @@ describe('limits, error texts and peeked states', () => {
     await receiver.close();
   });
 
+  it('refuses to schedule a message larger than 256 KB with MessageSizeExceeded', async () => {
+    const sender = client.createSender(sizeQueue);
+    const due = new Date(Date.now() + 60 * 60_000);
+    await assert.rejects(
+      sender.scheduleMessages(
+        { body: Buffer.alloc(MAX_MESSAGE_BYTES + 1024, 3), messageId: uniqueId('big') },
+        due,
+      ),
+      (err: { code?: string }) => {
+        assert.equal(err.code, 'MessageSizeExceeded');
+        return true;
+      },
+    );
+    const peeked = await client.createReceiver(sizeQueue).peekMessages(10);
+    assert.equal(peeked.length, 0, 'nothing was scheduled');
+    await sender.close();
+  });
+
   it('names the host the client used in the entity-not-found error', async () => {
     const sender = client.createSender('no-such-queue');
     await assert.rejects(sender.sendMessages({ body: 'x' }), (err: { code?: string; message?: string }) => {
