@@ -4,6 +4,8 @@
  * because a typo in a local config should not produce an emulator that differs from Azure.
  */
 import { readFileSync } from 'node:fs';
+import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { parseSqlAction, parseSqlFilter, SqlError, type Expr, type Statement } from './sql-filter.js';
 
 export interface CorrelationFilter {
   correlationId?: string;
@@ -18,11 +20,16 @@ export interface CorrelationFilter {
 }
 
 export type RuleFilter =
-  { kind: 'true' } | { kind: 'false' } | { kind: 'correlation'; filter: CorrelationFilter };
+  | { kind: 'true' }
+  | { kind: 'false' }
+  | { kind: 'correlation'; filter: CorrelationFilter }
+  | { kind: 'sql'; expression: string; expr: Expr };
 
 export interface RuleConfig {
   name: string;
   filter: RuleFilter;
+  /** A SQL rule action (SET / REMOVE), applied to the subscription's copy when the rule matches. */
+  action?: { expression: string; statements: Statement[] };
 }
 
 /** Settings shared by queues and subscriptions: everything that governs a message store. */
@@ -182,11 +189,25 @@ function rule(value: unknown, where: string): RuleConfig {
   const r = obj(value, where);
   const name = entityName(r.Name, `${where}.Name`);
   const props = obj(r.Properties, `${where}.Properties`);
-  if (props.Action !== undefined && props.Action !== null) {
-    const action = obj(props.Action, `${where}.Properties.Action`);
-    if (action.SqlExpression)
-      throw new ConfigError(`${where}: rule actions are not supported by this emulator`);
+  const action = ruleAction(props.Action, `${where}.Properties.Action`);
+  const filter = ruleFilter(props, where);
+  return action ? { name, filter, action } : { name, filter };
+}
+
+function ruleAction(value: unknown, where: string): RuleConfig['action'] {
+  if (value === undefined || value === null) return undefined;
+  const raw = obj(value, where);
+  const expression = str(raw.SqlExpression, `${where}.SqlExpression`, '');
+  if (expression.trim() === '') return undefined;
+  try {
+    return { expression, statements: parseSqlAction(expression) };
+  } catch (err) {
+    if (err instanceof SqlError) throw new ConfigError(`${where}.SqlExpression: ${err.message}`);
+    throw err;
   }
+}
+
+function ruleFilter(props: Json, where: string): RuleFilter {
   const type = str(props.FilterType, `${where}.Properties.FilterType`);
   if (type === 'Correlation') {
     const raw = obj(props.CorrelationFilter, `${where}.Properties.CorrelationFilter`);
@@ -203,16 +224,22 @@ function rule(value: unknown, where: string): RuleConfig {
     }
     if (Object.keys(filter).length === 0)
       throw new ConfigError(`${where}: a correlation filter needs a property`);
-    return { name, filter: { kind: 'correlation', filter } };
+    return { kind: 'correlation', filter };
   }
   if (type === 'Sql') {
     const sql = obj(props.SqlFilter, `${where}.Properties.SqlFilter`);
-    const expr = str(sql.SqlExpression, `${where}.Properties.SqlFilter.SqlExpression`)
-      .replace(/\s+/g, '')
-      .toLowerCase();
-    if (expr === '1=1' || expr === 'true') return { name, filter: { kind: 'true' } };
-    if (expr === '1=0' || expr === 'false') return { name, filter: { kind: 'false' } };
-    throw new ConfigError(`${where}: SQL filters other than 1=1 and 1=0 are not supported by this emulator`);
+    const swhere = `${where}.Properties.SqlFilter.SqlExpression`;
+    const expression = str(sql.SqlExpression, swhere);
+    const compact = expression.replace(/\s+/g, '').toLowerCase();
+    // The two filters Azure itself creates (TrueFilter, FalseFilter) skip evaluation.
+    if (compact === '1=1' || compact === 'true') return { kind: 'true' };
+    if (compact === '1=0' || compact === 'false') return { kind: 'false' };
+    try {
+      return { kind: 'sql', expression, expr: parseSqlFilter(expression) };
+    } catch (err) {
+      if (err instanceof SqlError) throw new ConfigError(`${swhere}: ${err.message}`);
+      throw err;
+    }
   }
   throw new ConfigError(`${where}.Properties.FilterType must be "Correlation" or "Sql"`);
 }
@@ -312,13 +339,26 @@ export function loadConfig(source: string | object): NamespaceConfig {
     } catch (err) {
       throw new ConfigError(`cannot read ${source}: ${(err as Error).message}`);
     }
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch (err) {
-      throw new ConfigError(`${source} is not valid JSON: ${(err as Error).message}`);
-    }
-    return parseConfig(doc);
+    return parseConfig(parseJsonWithComments(text, source));
   }
   return parseConfig(source);
+}
+
+/**
+ * Microsoft's emulator reads Config.json with line and block comments (its own sample has them), so
+ * this reads JSON with comments too; any other syntax error stops the start with its line.
+ */
+export function parseJsonWithComments(text: string, source: string): unknown {
+  const errors: ParseError[] = [];
+  const doc: unknown = parseJsonc(text, errors, { allowTrailingComma: false, disallowComments: false });
+  if (errors.length > 0) {
+    const first = errors[0];
+    const before = text.slice(0, first.offset);
+    const line = before.split('\n').length;
+    const column = first.offset - before.lastIndexOf('\n');
+    throw new ConfigError(
+      `${source} is not valid JSON: ${printParseErrorCode(first.error)} at line ${line}, column ${column}`,
+    );
+  }
+  return doc;
 }

@@ -93,7 +93,7 @@ describe('config', () => {
                         Rules: [
                           {
                             Name: 'r',
-                            Properties: { FilterType: 'Sql', SqlFilter: { SqlExpression: "a = 'b'" } },
+                            Properties: { FilterType: 'Sql', SqlFilter: { SqlExpression: "a = 'b' AND" } },
                           },
                         ],
                       },
@@ -104,7 +104,7 @@ describe('config', () => {
             ],
           },
         }),
-      /SQL filters/,
+      /Rules\[0\]\.Properties\.SqlFilter\.SqlExpression: expected a value or a property at the end/,
     );
   });
 });

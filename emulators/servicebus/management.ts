@@ -9,7 +9,9 @@ import { SettleError, type MessageStore } from './message-store.js';
 import { EntityError, type Namespace } from './namespace.js';
 import {
   decodeMessage,
+  encodedSizeOver,
   encodeMessage,
+  MAX_MESSAGE_SIZE,
   lockTokenFromWire,
   longFromWire,
   toDeliveryMessage,
@@ -149,6 +151,14 @@ export function handleManagement(ns: Namespace, entityAddress: string, request: 
         for (const m of messages) {
           if (m.message_annotations?.['x-opt-scheduled-enqueue-time'] === undefined) {
             throw badRequest('a scheduled message needs x-opt-scheduled-enqueue-time');
+          }
+          const size = encodedSizeOver(m, MAX_MESSAGE_SIZE);
+          if (size !== undefined) {
+            throw new ManagementError(
+              413,
+              'amqp:link:message-size-exceeded',
+              `The scheduled message (size: ${size} bytes) exceeds the limit (${MAX_MESSAGE_SIZE} bytes) allowed for a message. Reference: ${entityAddress}`,
+            );
           }
         }
         const seqs = ns.schedule(entityAddress, messages);

@@ -249,6 +249,13 @@ export class MessageStore {
 
   deadLetter(token: string, info: DeadLetterInfo, now = Date.now()): void {
     const msg = this.lockedMessage(token, now);
+    if (this.limits.isDeadLetterQueue) {
+      // Service Bus refuses it; the message keeps its lock and its first reason.
+      throw new SettleError(
+        'amqp:not-allowed',
+        `Cannot dead-letter a message that is already in a dead-letter queue (sequence number ${msg.seq}). Reference: ${this.path}`,
+      );
+    }
     this.unlock(msg);
     this.moveToDeadLetter(msg, info);
   }
@@ -266,12 +273,25 @@ export class MessageStore {
     }
   }
 
+  /**
+   * The delivery count a locked message has once its lock is released without success. Service
+   * Bus counts deliveries when it locks: an active message's failed attempt is counted here, a
+   * deferred one was counted when it was received by sequence number, and the dead-letter queue
+   * counts nothing.
+   */
+  countAfterFailedAttempt(msg: StoredMessage): number {
+    if (this.limits.isDeadLetterQueue || msg.lock?.returnState === 'deferred') return msg.deliveryCount;
+    return msg.deliveryCount + 1;
+  }
+
   /** A failed attempt (abandon or lock expiry): count it, then dead-letter or return the message. */
   private releaseFailed(msg: StoredMessage): void {
     const returnState = msg.lock?.returnState ?? 'active';
+    msg.deliveryCount = this.countAfterFailedAttempt(msg);
     this.unlock(msg);
-    msg.deliveryCount++;
-    if (!this.limits.isDeadLetterQueue && msg.deliveryCount >= this.limits.maxDeliveryCount) {
+    // For a deferred message the attempt just released is already in its count.
+    const attempts = returnState === 'deferred' ? msg.deliveryCount + 1 : msg.deliveryCount;
+    if (!this.limits.isDeadLetterQueue && attempts >= this.limits.maxDeliveryCount) {
       this.moveToDeadLetter(msg, {
         reason: 'MaxDeliveryCountExceeded',
         description: `Message could not be consumed after ${this.limits.maxDeliveryCount} delivery attempts.`,
@@ -378,6 +398,9 @@ export class MessageStore {
     });
     for (const msg of found) {
       this.counters.delivered++;
+      // Receiving a deferred message is a delivery and Service Bus counts it (take() counts on
+      // failure instead); the dead-letter queue counts nothing.
+      if (!this.limits.isDeadLetterQueue) msg.deliveryCount++;
       if (mode === 'receiveAndDelete') this.messages.delete(msg.seq);
       else this.lock(msg, 'deferred', now);
       this.onChange(msg.seq);

@@ -15,6 +15,7 @@ import type {
   SubscriptionConfig,
 } from './config.js';
 import { MessageStore, type StoredMessage, type StoreCounters } from './message-store.js';
+import { applySqlAction, sqlMatches } from './sql-filter.js';
 
 export class EntityError extends Error {
   constructor(
@@ -149,7 +150,10 @@ export class Namespace {
   }
 
   /** Resolves a receive or management address to a store: queue, subscription, or a DLQ of either. */
-  resolveStore(address: string): { entity: ReceivableEntity; store: MessageStore; subQueue: boolean } {
+  resolveStore(
+    address: string,
+    host?: string,
+  ): { entity: ReceivableEntity; store: MessageStore; subQueue: boolean } {
     const clean = address.replace(/^\/+/, '');
     const m = /^(.*)\/\$deadletterqueue$/i.exec(clean);
     const base = (m ? m[1] : clean).toLowerCase();
@@ -158,7 +162,7 @@ export class Namespace {
         `transfer dead-letter queues are not supported by this emulator (${address})`,
       );
     const entity = this.receivables.get(base);
-    if (!entity) throw this.notFound(address);
+    if (!entity) throw this.notFound(address, host);
     return { entity, store: m ? entity.deadLetter : entity.active, subQueue: Boolean(m) };
   }
 
@@ -178,10 +182,11 @@ export class Namespace {
     }
   }
 
-  notFound(address: string): EntityError {
+  /** Azure's wording, naming the host the client connected to (the AMQP open frame's hostname). */
+  notFound(address: string, host = 'localhost'): EntityError {
     return new EntityError(
       'amqp:not-found',
-      `The messaging entity 'sb://localhost/${address}' could not be found. To know more visit https://aka.ms/sbResourceMgrExceptions.`,
+      `The messaging entity 'sb://${host}/${address.replace(/^\/+/, '')}' could not be found. To know more visit https://aka.ms/sbResourceMgrExceptions.`,
     );
   }
 
@@ -262,7 +267,14 @@ export class Namespace {
       deliver(target.queue, amqp);
     } else {
       for (const sub of target.subscriptions ?? []) {
-        if (sub.rules.some((r) => matches(r, amqp))) deliver(sub.entity, cloneAmqp(amqp));
+        let copy: Message | undefined;
+        // One copy per subscription however many rules match; each matching rule's action applies to it, in rule order.
+        for (const rule of sub.rules) {
+          if (!matches(rule, amqp)) continue;
+          copy ??= cloneAmqp(amqp);
+          if (rule.action) applySqlAction(rule.action.statements, copy);
+        }
+        if (copy) deliver(sub.entity, copy);
       }
     }
     return seq;
@@ -375,5 +387,7 @@ function matches(rule: RuleConfig, m: Message): boolean {
       return false;
     case 'correlation':
       return matchesCorrelation(rule.filter.filter, m);
+    case 'sql':
+      return sqlMatches(rule.filter.expr, m);
   }
 }

@@ -89,8 +89,8 @@ function encodeAmqp(amqp: Message): string {
 
 /**
  * A locked message is written as it will be after a restart: its lock gone, the delivery
- * counted as an attempt (Azure counts a delivery whose lock is lost), back in the state it was
- * taken from.
+ * counted as a failed attempt (Azure counts a delivery whose lock is lost), back in the state it
+ * was taken from.
  */
 function messageRecord(store: MessageStore, msg: StoredMessage): LogRecord {
   return {
@@ -100,7 +100,7 @@ function messageRecord(store: MessageStore, msg: StoredMessage): LogRecord {
     a: encodeAmqp(msg.amqp),
     e: msg.enqueuedTime,
     x: Number.isFinite(msg.expiresAt) ? msg.expiresAt : null,
-    d: msg.deliveryCount + (msg.lock ? 1 : 0),
+    d: msg.lock ? store.countAfterFailedAttempt(msg) : msg.deliveryCount,
     st: msg.lock ? msg.lock.returnState : msg.state,
     sa: msg.scheduledAt,
     dl: msg.deadLetterSource,

@@ -17,7 +17,13 @@ import {
 import { handleManagement } from './management.js';
 import { SettleError, type MessageStore } from './message-store.js';
 import { EntityError, type Namespace } from './namespace.js';
-import { lockTokenToDeliveryTag, splitBatch, toDeliveryMessage } from './wire.js';
+import {
+  encodedSizeOver,
+  lockTokenToDeliveryTag,
+  MAX_MESSAGE_SIZE,
+  splitBatch,
+  toDeliveryMessage,
+} from './wire.js';
 
 type Outcomes = {
   accepted(): { described(): unknown };
@@ -28,7 +34,6 @@ type Outcomes = {
 const outcomes = rheaMessage as unknown as Outcomes;
 
 const BATCH_FORMAT = 0x80013700;
-const MAX_MESSAGE_SIZE = 256 * 1024;
 
 interface ReceiveBinding {
   sender: Sender;
@@ -157,8 +162,8 @@ export class AmqpServer {
     c.on('receiver_error', () => {});
     c.on('session_error', () => {});
     c.on('message', (ctx: EventContext) => this.onMessage(ctx));
+    // rhea follows every flow with drain set by 'sender_draining' too: one handler sees both.
     c.on('sender_flow', (ctx: EventContext) => this.onFlow(ctx.sender!));
-    c.on('sender_draining', (ctx: EventContext) => this.onFlow(ctx.sender!));
     for (const event of ['accepted', 'rejected', 'modified', 'released']) {
       c.on(event, (ctx: EventContext) => this.onOutcome(event, ctx));
     }
@@ -218,7 +223,7 @@ export class AmqpServer {
     }
     let store: MessageStore;
     try {
-      store = this.ns.resolveStore(address).store;
+      store = this.ns.resolveStore(address, hostOf(ctx.connection)).store;
     } catch (err) {
       const e = err as EntityError;
       this.refuse(sender, e.condition ?? 'amqp:internal-error', e.message);
@@ -254,7 +259,7 @@ export class AmqpServer {
     const mgmt = /^(.*)\/\$management$/i.exec(address);
     const entity = mgmt ? mgmt[1] : address;
     if (!this.ns.knows(entity)) {
-      const e = this.ns.notFound(entity);
+      const e = this.ns.notFound(entity, hostOf(ctx.connection));
       this.refuse(receiver, e.condition, e.message);
       return;
     }
@@ -294,6 +299,20 @@ export class AmqpServer {
     }
     try {
       const format = (delivery as unknown as { format?: number }).format ?? 0;
+      const raw = ctx.message as unknown as Buffer;
+      const size =
+        format === BATCH_FORMAT
+          ? raw.length > MAX_MESSAGE_SIZE
+            ? raw.length
+            : undefined
+          : encodedSizeOver(ctx.message as Message, MAX_MESSAGE_SIZE);
+      if (size !== undefined) {
+        delivery.reject({
+          condition: 'amqp:link:message-size-exceeded',
+          description: `The received message (size: ${size} bytes) exceeds the limit (${MAX_MESSAGE_SIZE} bytes) currently allowed on the link. Reference: ${address}`,
+        });
+        return;
+      }
       const messages =
         format === BATCH_FORMAT ? splitBatch(ctx.message as unknown as Buffer) : [ctx.message as Message];
       for (const m of messages) this.ns.validateSend(address, m);
@@ -327,8 +346,8 @@ export class AmqpServer {
     const raw = sender as unknown as { _draining?: boolean; credit: number; delivery_count: number };
     if (raw._draining) {
       // Whatever credit is left is consumed by the drain: no message is available for it.
-      set.sent = raw.credit + raw.delivery_count;
-      sender.set_drained(true);
+      set.sent = Math.max(raw.credit, 0) + raw.delivery_count;
+      answerDrain(sender);
     }
   }
 
@@ -398,10 +417,15 @@ export class AmqpServer {
             description?: string;
             info?: Record<string, unknown>;
           };
-          const extra = error.info ?? {};
+          const { DeadLetterReason, DeadLetterErrorDescription, ...properties } = error.info ?? {};
           info.store.deadLetter(info.token, {
-            reason: extra.DeadLetterReason as string | undefined,
-            description: extra.DeadLetterErrorDescription as string | undefined,
+            reason: DeadLetterReason === null ? undefined : (DeadLetterReason as string | undefined),
+            description:
+              DeadLetterErrorDescription === null
+                ? undefined
+                : (DeadLetterErrorDescription as string | undefined),
+            // The SDK sends the caller's extra properties alongside the reason, as on $management.
+            properties,
           });
           // Echo the outcome without an error: the SDK treats any error on the settled state as a failure.
           settledState = outcomes.rejected({} as never).described();
@@ -446,6 +470,36 @@ export class AmqpServer {
 function settleFinally(delivery: Delivery, state?: unknown): void {
   delivery.update(true, state);
   (delivery as unknown as { remote_settled: boolean }).remote_settled = true;
+}
+
+/** The host name the client connected to, as its AMQP open frame names it. */
+function hostOf(connection: Connection): string | undefined {
+  const open = (connection as unknown as { remote?: { open?: { hostname?: unknown } } }).remote?.open;
+  return typeof open?.hostname === 'string' && open.hostname !== '' ? open.hostname : undefined;
+}
+
+/**
+ * Answers a drain. rhea echoes it (consuming the credit left) only when some credit is left; when
+ * transfers already in flight used it all, the peer still waits for the echo, and the SDK closes
+ * its link after 200 ms without one. Then the flow is written here, with rhea's own writer.
+ */
+function answerDrain(sender: Sender): void {
+  const raw = sender as unknown as {
+    credit: number;
+    session: { _write_flow(link: unknown): void };
+  };
+  if (raw.credit > 0) {
+    sender.set_drained(true);
+    return;
+  }
+  raw.credit = 0;
+  const own = sender as unknown as Record<string, unknown>;
+  own._get_drain = () => true;
+  try {
+    raw.session._write_flow(sender);
+  } finally {
+    delete own._get_drain;
+  }
 }
 
 function managementFailure(request: Message, err: Error): Message {

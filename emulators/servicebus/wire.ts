@@ -54,6 +54,9 @@ export function wrapUuid(token: string): unknown {
   return types.wrap_uuid(uuidToBytes(token));
 }
 
+/** Standard tier's largest message, advertised on every link and enforced on sends and schedules. */
+export const MAX_MESSAGE_SIZE = 256 * 1024;
+
 const messageStateCode = { active: 0, deferred: 1, scheduled: 2 } as const;
 
 /** Builds the message a receiver sees: the sent message plus header count and broker annotations. */
@@ -91,4 +94,59 @@ export function splitBatch(raw: Buffer): Message[] {
   if (!body || body.typecode !== 0x75) throw new Error('a batch must carry data sections');
   const parts = body.multiple ? (body.content as Buffer[]) : [body.content as Buffer];
   return parts.map((p) => rheaMessage.decode(p) as unknown as Message);
+}
+
+/** Bytes a value adds to an encoded message at most, or Infinity when only encoding can tell. */
+function valueBound(v: unknown): number {
+  if (v === undefined || v === null || typeof v === 'boolean') return 2;
+  if (typeof v === 'number' || typeof v === 'bigint' || v instanceof Date) return 9;
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+  if (typeof v === 'string') return v.length * 3 + 5;
+  if (Buffer.isBuffer(v)) return v.length + 5;
+  return Infinity;
+}
+
+function mapBound(map: Record<string, unknown> | undefined): number {
+  let n = 8;
+  for (const [k, v] of Object.entries(map ?? {})) n += valueBound(k) + valueBound(v);
+  return n;
+}
+
+function bodyBound(body: unknown): number {
+  const section = body as { typecode?: number; content?: unknown; multiple?: boolean } | undefined;
+  if (section && typeof section === 'object' && section.typecode !== undefined) {
+    const parts = section.multiple ? (section.content as unknown[]) : [section.content];
+    return parts.reduce<number>((n, p) => n + valueBound(p) + 8, 0);
+  }
+  return valueBound(body) + 8;
+}
+
+/**
+ * The encoded size of a message, computed cheaply when its parts bound it below `limit` and by
+ * encoding it only otherwise (the size check runs on every send).
+ */
+export function encodedSizeOver(m: Message, limit: number): number | undefined {
+  let bound = 256 + bodyBound(m.body);
+  for (const key of [
+    'message_id',
+    'user_id',
+    'to',
+    'subject',
+    'reply_to',
+    'correlation_id',
+    'content_type',
+    'content_encoding',
+    'absolute_expiry_time',
+    'creation_time',
+    'group_id',
+    'group_sequence',
+    'reply_to_group_id',
+  ] as const) {
+    bound += valueBound((m as unknown as Record<string, unknown>)[key]);
+  }
+  bound += mapBound(m.application_properties) + mapBound(m.message_annotations);
+  bound += mapBound(m.delivery_annotations) + mapBound(m.footer);
+  if (bound <= limit) return undefined;
+  const size = (rheaMessage.encode(m) as Buffer).length;
+  return size > limit ? size : undefined;
 }
