@@ -60,7 +60,7 @@ function signedIn(request: HttpRequest, env: NodeJS.ProcessEnv): SignedIn | unde
 
 /** A function key on the request: the caller is a client, whether or not the key is valid. */
 function presentsFunctionKey(request: HttpRequest): boolean {
-  return request.headers.has('x-functions-key') || request.query.has('code');
+  return Boolean(request.headers.get('x-functions-key')?.trim() || request.query.get('code')?.trim());
 }
 
 /**
