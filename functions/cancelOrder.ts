@@ -13,9 +13,10 @@ export async function cancelOrder(
   return withProblemErrors(context, async () => api.cancelOrder(await dependencies(), request, context));
 }
 
+// Anonymous to the host: an operator signs in with Entra ID, not a function key (see requireOperator).
 app.http('cancelOrder', {
   methods: ['POST'],
   route: 'orders/{orderId}/cancel',
-  authLevel: 'function',
+  authLevel: 'anonymous',
   handler: cancelOrder,
 });

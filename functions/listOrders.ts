@@ -13,4 +13,5 @@ export async function listOrders(
   return withProblemErrors(context, async () => api.listOrders(await dependencies(), request, context));
 }
 
-app.http('listOrders', { methods: ['GET'], route: 'orders', authLevel: 'function', handler: listOrders });
+// Anonymous to the host: an operator signs in with Entra ID, not a function key (see requireOperator).
+app.http('listOrders', { methods: ['GET'], route: 'orders', authLevel: 'anonymous', handler: listOrders });

@@ -13,9 +13,10 @@ export async function resubmitOrder(
   return withProblemErrors(context, async () => api.resubmitOrder(await dependencies(), request, context));
 }
 
+// Anonymous to the host: an operator signs in with Entra ID, not a function key (see requireOperator).
 app.http('resubmitOrder', {
   methods: ['POST'],
   route: 'orders/{orderId}/resubmit',
-  authLevel: 'function',
+  authLevel: 'anonymous',
   handler: resubmitOrder,
 });

@@ -23,6 +23,9 @@ param principalId string = ''
 @allowed(['User', 'ServicePrincipal', 'Group'])
 param principalType string = 'User'
 
+@description('Client id of the Entra app registration operators sign in to, with the Operator app role; infra/hooks/preprovision.sh creates it and sets OPERATOR_AUTH_CLIENT_ID. Empty: no operator can sign in.')
+param operatorAuthClientId string = ''
+
 @minLength(1)
 @description('Base URL of the inventory service the inventory Agent calls.')
 param inventoryServiceUrl string
@@ -166,6 +169,7 @@ module api 'app/api.bicep' = {
     extendedBackoffSeconds: extendedBackoffSeconds
     statusEvents: statusEvents
     instanceMemoryMB: instanceMemoryMB
+    operatorAuthClientId: operatorAuthClientId
   }
   // The host must not start before its identity can reach storage and Service Bus.
   dependsOn: [rbac]
@@ -190,6 +194,7 @@ output AZURE_RESOURCE_GROUP string = rg.name
 output AZURE_FUNCTION_NAME string = api.outputs.name
 output SERVICE_API_NAME string = api.outputs.name
 output SERVICE_API_URI string = api.outputs.uri
+output OPERATOR_AUTH_ENABLED bool = api.outputs.operatorAuthEnabled
 output AZURE_CLIENT_ID string = identity.outputs.clientId
 output SERVICEBUS_FULLY_QUALIFIED_NAMESPACE string = serviceBus.outputs.fullyQualifiedNamespace
 output STATE_STORE_TABLE_URI string = storage.outputs.tableServiceUri

@@ -73,13 +73,15 @@ export function orderApiClient(baseUrl: string, functionKey: string): OrderApiCl
     },
     async probe(timeoutMs = 1500) {
       try {
-        const response = await fetch(`${base}/orders?state=Error&pageSize=1`, {
+        // A client route (any well-formed id: 404 means the key was accepted); the listing is an
+        // operator route and refuses function keys.
+        const response = await fetch(`${base}/orders/00000000-0000-4000-8000-000000000000`, {
           headers,
           signal: AbortSignal.timeout(timeoutMs),
         });
         await response.arrayBuffer();
         if (response.status === 401) return 'unauthorized';
-        return response.ok ? 'ok' : 'down';
+        return response.ok || response.status === 404 ? 'ok' : 'down';
       } catch {
         return 'down';
       }

@@ -10,13 +10,18 @@ import { sampleOrder } from './orderClient.js';
  */
 
 export interface ReadinessInfo {
-  stack: Pick<Stack, 'baseUrl' | 'functionKey' | 'env' | 'azurite' | 'serviceBus' | 'remote'> & {
+  stack: Pick<
+    Stack,
+    'baseUrl' | 'functionKey' | 'operatorKey' | 'env' | 'azurite' | 'serviceBus' | 'remote'
+  > & {
     host(): { functions: Array<{ name: string; trigger: string; detail: string }> } | undefined;
   };
   readyMs: number;
   dataDir: string;
   inMemory: boolean;
   keySource: string;
+  /** Where the operator credential came from, e.g. FUNCTIONS_LOCAL_OPERATOR_KEY. */
+  operatorKeySource: string;
 }
 
 export const exampleIdempotencyKey = 'try-it-order-1';
@@ -39,6 +44,11 @@ export function pollCurl(baseUrl: string, key: string): string {
   return `curl -s ${baseUrl}/orders/${orderId} -H ${sq(`x-functions-key: ${key}`)}`;
 }
 
+/** An operator call: the operator credential, never the function key (see shared/http/operatorAuth.ts). */
+export function listErrorsCurl(baseUrl: string, operatorKey: string): string {
+  return `curl -s '${baseUrl}/orders?state=Error' -H ${sq(`Authorization: Bearer ${operatorKey}`)}`;
+}
+
 export function readinessBlock(info: ReadinessInfo): string {
   const { stack } = info;
   const base = stack.baseUrl;
@@ -58,6 +68,9 @@ export function readinessBlock(info: ReadinessInfo): string {
     ...routes.map((r) => `    ${r.method.padEnd(5)} ${r.url.padEnd(width)}  ${r.name}`),
     `  Function key      ${stack.functionKey}`,
     `                    header x-functions-key (or ?code=); from ${info.keySource}`,
+    `  Operator key      ${stack.operatorKey}`,
+    `                    header Authorization: Bearer <key>, for operator routes only (list, resubmit,`,
+    `                    cancel); signs in as local-operator; ${info.operatorKeySource}`,
     '',
     `  Service Bus       ${stack.serviceBus.connectionString}`,
     `  Azurite blob      ${stack.azurite.blobUrl ?? '-'}`,
@@ -73,6 +86,8 @@ export function readinessBlock(info: ReadinessInfo): string {
     'Try it: submit an order, then poll it (Processed after a second or two)',
     `  ${submitCurl(base, stack.functionKey)}`,
     `  ${pollCurl(base, stack.functionKey)}`,
+    'As an operator: orders in Error (then POST .../orders/{orderId}/resubmit or /cancel)',
+    `  ${listErrorsCurl(base, stack.operatorKey)}`,
     '',
     'Ctrl-C stops everything.',
     '',

@@ -68,6 +68,8 @@ export interface StackOptions {
   /** App settings over localAppSettings (e.g. a short STEP_TIMEOUT_SECONDS for tests). */
   settings?: Record<string, string>;
   functionKey?: string;
+  /** The operator credential; default FUNCTIONS_LOCAL_OPERATOR_KEY, else random. */
+  operatorKey?: string;
   remoteFaults?: FaultSettings;
   /** Lines from every part, prefixed with the part's name. */
   log?: (line: string) => void;
@@ -83,6 +85,8 @@ export interface Stack {
   /** http://127.0.0.1:port/api */
   baseUrl: string;
   functionKey: string;
+  /** The operator credential (Authorization: Bearer) the local host accepts for operator routes. */
+  operatorKey: string;
   ports: StackPorts;
   /** The app settings the host runs with (connection strings included). */
   env: Record<string, string>;
@@ -163,6 +167,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       ...options.settings,
     };
     if (options.functionKey) env.FUNCTIONS_LOCAL_KEY = options.functionKey;
+    if (options.operatorKey) env.FUNCTIONS_LOCAL_OPERATOR_KEY = options.operatorKey;
 
     let host: SpawnedLocalHost | undefined;
     let httpPort = ports.http;
@@ -176,6 +181,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       });
       httpPort = host.httpPort; // a restart reuses the port the first start got
       env.FUNCTIONS_LOCAL_KEY = host.functionKey;
+      env.FUNCTIONS_LOCAL_OPERATOR_KEY = host.operatorKey;
       return host;
     };
     const first = await startHost();
@@ -186,6 +192,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     return {
       baseUrl: first.baseUrl,
       functionKey: first.functionKey,
+      operatorKey: first.operatorKey,
       ports: {
         ...ports,
         http: first.httpPort,

@@ -137,7 +137,18 @@ async function main(): Promise<void> {
       2,
     ),
   );
-  process.stdout.write(readinessBlock({ stack, readyMs, dataDir, inMemory, keySource: key.source }) + '\n');
+  process.stdout.write(
+    readinessBlock({
+      stack,
+      readyMs,
+      dataDir,
+      inMemory,
+      keySource: key.source,
+      operatorKeySource: process.env.FUNCTIONS_LOCAL_OPERATOR_KEY?.trim()
+        ? 'from FUNCTIONS_LOCAL_OPERATOR_KEY'
+        : 'new each start (set FUNCTIONS_LOCAL_OPERATOR_KEY to keep one)',
+    }) + '\n',
+  );
 
   // A host that dies on its own (not by our signal) takes the stack down with exit 1.
   const host = stack.host();

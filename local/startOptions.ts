@@ -63,7 +63,8 @@ export const startUsage = `usage: npm start -- [options]
 ${portFlags.map((p) => `  ${`${p.flag} <n>`.padEnd(22)} ${p.what} (default ${defaultPorts[p.port]}; env ${p.env})`).join('\n')}
 
 App settings from the environment: ${tunableSettings.join(', ')};
-FUNCTIONS_LOCAL_KEY sets the function key (else one is generated once and kept in <data-dir>/function-key).
+FUNCTIONS_LOCAL_KEY sets the function key (else one is generated once and kept in <data-dir>/function-key);
+FUNCTIONS_LOCAL_OPERATOR_KEY sets the operator credential (else a new one each start).
 `;
 
 function parsePort(raw: string, source: string): number {

@@ -20,6 +20,9 @@ param failureSoftThreshold string
 param failureHardThreshold string
 param extendedBackoffSeconds string
 
+@description('Client id of the Entra app registration operators sign in to (infra/hooks/preprovision.sh creates it). Empty: no App Service Authentication, so every operator route answers 401.')
+param operatorAuthClientId string = ''
+
 @minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 100
@@ -137,7 +140,49 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
     name: 'appsettings'
     properties: appSettings
   }
+
+  // App Service Authentication ("Easy Auth") with Entra ID, for operators only: it validates an
+  // operator's sign-in or bearer token and hands the app the principal (x-ms-client-principal,
+  // with the Operator app role), stripping any copy a client sends. Unauthenticated requests go
+  // through: clients keep calling their routes with function keys, and the operator routes
+  // (authLevel anonymous) check the role themselves (shared/http/operatorAuth.ts).
+  resource auth 'config' = if (!empty(operatorAuthClientId)) {
+    name: 'authsettingsV2'
+    properties: {
+      platform: {
+        enabled: true
+      }
+      globalValidation: {
+        requireAuthentication: false
+        unauthenticatedClientAction: 'AllowAnonymous'
+      }
+      httpSettings: {
+        requireHttps: true
+      }
+      identityProviders: {
+        azureActiveDirectory: {
+          enabled: true
+          registration: {
+            clientId: operatorAuthClientId
+            openIdIssuer: '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
+          }
+          validation: {
+            allowedAudiences: [
+              'api://${operatorAuthClientId}'
+              operatorAuthClientId
+            ]
+          }
+        }
+      }
+      login: {
+        tokenStore: {
+          enabled: false
+        }
+      }
+    }
+  }
 }
 
 output name string = functionApp.name
 output uri string = 'https://${functionApp.properties.defaultHostName}'
+output operatorAuthEnabled bool = !empty(operatorAuthClientId)

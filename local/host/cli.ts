@@ -60,9 +60,13 @@ function readinessBlock(host: LocalHost): string {
     const auth = fn.authLevel && fn.authLevel !== 'anonymous' ? ` (authLevel: ${fn.authLevel})` : '';
     lines.push(`        ${fn.name}: ${fn.trigger} ${fn.detail}${auth}`);
   }
-  lines.push('', `Function key (x-functions-key header or ?code=): ${host.functionKey}`, '');
+  lines.push('', `Function key (x-functions-key header or ?code=): ${host.functionKey}`);
   lines.push(
-    `${readyMarker} ${JSON.stringify({ httpPort: host.httpPort, baseUrl: host.baseUrl, functionKey: host.functionKey, functions: host.functions })}`,
+    `Operator key (Authorization: Bearer header; signs in as ${host.operatorName}): ${host.operatorKey}`,
+    '',
+  );
+  lines.push(
+    `${readyMarker} ${JSON.stringify({ httpPort: host.httpPort, baseUrl: host.baseUrl, functionKey: host.functionKey, operatorKey: host.operatorKey, functions: host.functions })}`,
   );
   return lines.join('\n');
 }

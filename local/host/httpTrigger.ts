@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { RegisteredFunction } from './coreApi.js';
 import { InvocationError, type Invoker } from './invoker.js';
 import type { LogSink } from './logger.js';
+import { applyPlatformAuth, type LocalOperator } from './platformAuth.js';
 import { comparePrecedence, matchRoute, parseRouteTemplate, type RouteTemplate } from './routeTemplate.js';
 import type { RpcHttpCookie, RpcHttpData, RpcTypedData } from './rpc.js';
 
@@ -27,6 +28,8 @@ export interface HttpHostOptions {
   host: string;
   routePrefix: string;
   functionKey: string;
+  /** The operator credential and the principal App Service Authentication would vouch for. */
+  operator: LocalOperator;
   maxRequestBodyBytes: number;
   /** Set when the app called `app.setup({ enableHttpStream: true })`: the library's proxy. */
   streamProxyUri: string | undefined;
@@ -131,7 +134,7 @@ function writeRpcResponse(res: ServerResponse, data: RpcTypedData | null | undef
   res.end(body);
 }
 
-/** The HTTP front door: routing under the route prefix, function keys, body limit, invocation. */
+/** The HTTP front door: platform authentication, routing under the route prefix, function keys, body limit, invocation. */
 export class HttpTriggerHost {
   private readonly server: http.Server;
   private readonly routes: HttpRoute[];
@@ -208,6 +211,10 @@ export class HttpTriggerHost {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (applyPlatformAuth(req.headers, this.options.operator) === 'invalid-token') {
+      res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"' }).end();
+      return;
+    }
     const hostHeader = req.headers.host ?? `${this.options.host}:${this.options.port}`;
     const url = new URL(req.url ?? '/', `http://${hostHeader}`);
     const method = (req.method ?? 'GET').toUpperCase();

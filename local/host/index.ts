@@ -8,6 +8,8 @@ import { Invoker, triggerBindingOf } from './invoker.js';
 import { disabledSettingName, isFunctionDisabled } from './disabled.js';
 import { lineSink, type LogSink } from './logger.js';
 import { OutputBindings, validateOutputBindings } from './outputBindings.js';
+import type { LocalOperator } from './platformAuth.js';
+import { operatorRole } from '../../shared/http/operatorAuth.js';
 import { readRetryPolicy } from './retryPolicy.js';
 import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
 import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
@@ -27,6 +29,12 @@ export interface LocalHostOptions {
   host?: string;
   /** The key for `authLevel: 'function'`; default FUNCTIONS_LOCAL_KEY, else a random one. */
   functionKey?: string;
+  /**
+   * The operator credential (`Authorization: Bearer <key>`), which signs the caller in as an operator
+   * the way App Service Authentication signs in an Entra user; default FUNCTIONS_LOCAL_OPERATOR_KEY,
+   * else a random one.
+   */
+  operatorKey?: string;
   /** Where log lines go; default stdout. */
   log?: (line: string) => void;
   /** How long stop() lets in-flight invocations finish; default 30 s. */
@@ -34,6 +42,13 @@ export interface LocalHostOptions {
   /** Default 100 MB, Azure's limit. */
   maxRequestBodyBytes?: number;
 }
+
+/** Who the operator credential signs in as: fixed, so history written locally reads the same every run. */
+export const localOperatorPrincipal = {
+  name: 'local-operator',
+  id: '0f0f0f0f-0000-4000-8000-00000000000f',
+  roles: [operatorRole],
+} as const;
 
 export interface LocalFunctionInfo {
   name: string;
@@ -51,6 +66,9 @@ export interface LocalHost {
   /** e.g. http://127.0.0.1:7071/api */
   baseUrl: string;
   functionKey: string;
+  operatorKey: string;
+  /** The name the app sees for the operator (x-ms-client-principal-name). */
+  operatorName: string;
   functions: LocalFunctionInfo[];
   stop(): Promise<void>;
 }
@@ -76,6 +94,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   const graceMs = options.shutdownGraceMs ?? 30_000;
 
   applySettings(options.env ?? {});
+  // The app runs behind (local) App Service Authentication, so it may trust the principal headers.
+  process.env.WEBSITE_AUTH_ENABLED = 'true';
   const hostJson = readHostJson(appRoot);
   const files = resolveEntryFiles(appRoot);
 
@@ -169,6 +189,12 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
 
   const functionKey =
     options.functionKey ?? process.env.FUNCTIONS_LOCAL_KEY ?? randomBytes(24).toString('base64url');
+  const operator: LocalOperator = {
+    key:
+      options.operatorKey ??
+      (process.env.FUNCTIONS_LOCAL_OPERATOR_KEY?.trim() || randomBytes(24).toString('base64url')),
+    ...localOperatorPrincipal,
+  };
   const bindHost = options.host ?? '127.0.0.1';
   const httpHost = new HttpTriggerHost(
     httpRoutes,
@@ -177,6 +203,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
       host: bindHost,
       routePrefix: hostJson.routePrefix,
       functionKey,
+      operator,
       maxRequestBodyBytes: options.maxRequestBodyBytes ?? requestBodyLimitFromSettings(),
       streamProxyUri: capabilities.HttpUri,
     },
@@ -253,7 +280,15 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     return stopping;
   };
 
-  return { httpPort, baseUrl, functionKey, functions, stop };
+  return {
+    httpPort,
+    baseUrl,
+    functionKey,
+    operatorKey: operator.key,
+    operatorName: operator.name,
+    functions,
+    stop,
+  };
 }
 
 /**

@@ -25,6 +25,8 @@ export interface SpawnedLocalHost {
   httpPort: number;
   baseUrl: string;
   functionKey: string;
+  /** The operator credential (Authorization: Bearer). */
+  operatorKey: string;
   functions: LocalFunctionInfo[];
   /** Everything the child printed so far. */
   output: string[];

@@ -19,11 +19,13 @@ import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js'
 import { orderSummary, orderView } from '../orders/orderView.js';
 import { OrderAlreadyExists, type StoredOrder } from '../stateStore/index.js';
 import { readJsonBody } from './jsonBody.js';
+import { requireOperator } from './operatorAuth.js';
 import { problem, problemTypes, validationProblem } from './problem.js';
 
 /**
  * The HTTP side: submission, status, and the operator's list / resubmit / cancel. Handlers take
- * their dependencies, so tests drive them directly and functions/*.ts only register them.
+ * their dependencies, so tests drive them directly and functions/*.ts only register them. Every
+ * operator handler starts with requireOperator: those routes are anonymous to the host.
  */
 
 const idempotencyKeyPattern = /^[\x21-\x7e]{1,200}$/;
@@ -199,6 +201,8 @@ export async function listOrders(
   request: HttpRequest,
   _context?: InvocationContext,
 ): Promise<HttpResponseInit> {
+  const guard = requireOperator(request);
+  if (!guard.ok) return guard.response;
   const rawState = request.query.get('state');
   const state = processStates.find((s) => s.toLowerCase() === rawState?.toLowerCase());
   if (!state) {
@@ -242,21 +246,25 @@ export async function listOrders(
   return { status: 200, headers: { 'Cache-Control': 'no-store' }, jsonBody: body };
 }
 
-function operator(request: HttpRequest): string {
-  const name = request.headers.get('x-ms-client-principal-name');
-  return name && /^[\x20-\x7e]{1,100}$/.test(name) ? name : 'operator';
-}
-
 async function operatorAction(
   deps: Dependencies,
   request: HttpRequest,
   context: InvocationContext,
-  event: OrderEvent,
+  eventBy: (by: string) => OrderEvent,
   conflictDetail: (state: OrderState) => string,
 ): Promise<HttpResponseInit> {
+  const guard = requireOperator(request);
+  if (!guard.ok) return guard.response;
   const orderId = request.params.orderId;
   if (!isOrderId(orderId)) return badOrderId(orderId);
-  const log = logger(context, { actor: 'operator', orderId, action: event.type });
+  const event = eventBy(guard.operator.name);
+  const log = logger(context, {
+    actor: 'operator',
+    orderId,
+    action: event.type,
+    operator: guard.operator.name,
+    operatorId: guard.operator.id,
+  });
   const result = await applyEvent(deps, orderId, event);
   switch (result.kind) {
     case 'not-found':
@@ -282,7 +290,7 @@ export function resubmitOrder(deps: Dependencies, request: HttpRequest, context:
     deps,
     request,
     context,
-    { type: 'OperatorResubmit', by: operator(request) },
+    (by) => ({ type: 'OperatorResubmit', by }),
     (s) => `Only an order in Error can be resubmitted; this one is ${s.processState}.`,
   );
 }
@@ -293,7 +301,7 @@ export function cancelOrder(deps: Dependencies, request: HttpRequest, context: I
     deps,
     request,
     context,
-    { type: 'OperatorCancel', by: operator(request), ...(reason ? { reason } : {}) },
+    (by) => ({ type: 'OperatorCancel', by, ...(reason ? { reason } : {}) }),
     (s) =>
       s.processState === 'Compensating'
         ? 'The order is already being compensated.'

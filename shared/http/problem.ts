@@ -26,6 +26,8 @@ export const problemTypes = {
   conflict: 'conflict',
   idempotencyConflict: 'idempotency-key-reused',
   invalidState: 'invalid-state',
+  unauthenticated: 'unauthenticated',
+  forbidden: 'forbidden',
   busy: 'busy',
   internal: 'internal-error',
 } as const;

@@ -300,7 +300,7 @@ describe('order flows through the stack', { concurrency: true }, () => {
     const seen = new Set<string>();
     let path: string | undefined = '/orders?state=processed&pageSize=2';
     for (let page = 0; path && page < 50; page++) {
-      const res = await api.call('GET', path);
+      const res = await api.operator('GET', path);
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.state, 'Processed');
       const orders = res.body.orders as Array<{ orderId: string; processState: string }>;
@@ -313,7 +313,7 @@ describe('order flows through the stack', { concurrency: true }, () => {
       path = typeof res.body.next === 'string' ? res.body.next.replace(/^\/api/, '') : undefined;
     }
     for (const id of ids) assert.ok(seen.has(id), `${id} listed`);
-    const bad = await api.call('GET', '/orders?state=Processed&pageSize=0');
+    const bad = await api.operator('GET', '/orders?state=Processed&pageSize=0');
     assert.equal(bad.status, 400);
   });
 
@@ -333,8 +333,15 @@ describe('order flows through the stack', { concurrency: true }, () => {
       ['Completed', 'CompensationFailed', 'Failed'],
     );
     assert.equal(effectsFor('payment', orderId).length, 1);
-    const resubmit = await api.call('POST', `/orders/${orderId}/resubmit`);
+    const resubmit = await api.operator('POST', `/orders/${orderId}/resubmit`);
     assert.equal(resubmit.status, 202);
+    const recorded = await waitFor('the resubmission status event', () =>
+      status
+        .for(orderId)
+        .map((m) => (m.body as { detail?: string }).detail)
+        .find((d) => d?.startsWith('resubmitted by')),
+    );
+    assert.equal(recorded, 'resubmitted by local-operator', 'the action names the signed-in operator');
     await waitFor('run 2 to finish', async () => {
       const v = (await api.get(orderId)).body;
       return v.run === 2 && terminal.includes(v.processState ?? '');

@@ -60,7 +60,10 @@ export interface ResponseBody extends Partial<OrderViewJson> {
   [extension: string]: unknown;
 }
 
-/** A thin HTTP client for the stack's API; `key: null` sends no function key. */
+/**
+ * A thin HTTP client for the stack's API; `key: null` sends no function key, `operator: true`
+ * sends the operator credential instead of it (the operator routes refuse a function key).
+ */
 export class Api {
   constructor(private readonly stack: Stack) {}
 
@@ -72,11 +75,13 @@ export class Api {
       raw?: string | Uint8Array;
       headers?: Record<string, string>;
       key?: string | null;
+      operator?: boolean;
     } = {},
   ): Promise<ApiResponse> {
     const headers: Record<string, string> = { ...options.headers };
-    const key = options.key === undefined ? this.stack.functionKey : options.key;
+    const key = options.key === undefined ? (options.operator ? null : this.stack.functionKey) : options.key;
     if (key !== null) headers['x-functions-key'] = key;
+    if (options.operator) headers.authorization = `Bearer ${this.stack.operatorKey}`;
     let body: string | Uint8Array | undefined = options.raw;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);
@@ -107,6 +112,11 @@ export class Api {
 
   get(orderId: string): Promise<ApiResponse> {
     return this.call('GET', `/orders/${orderId}`);
+  }
+
+  /** An operator route, with the operator credential. */
+  operator(method: string, path: string): Promise<ApiResponse> {
+    return this.call(method, path, { operator: true });
   }
 
   /** Submits and returns the new order's id (asserting the 202). */

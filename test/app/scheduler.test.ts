@@ -7,6 +7,7 @@ import { HttpRequest } from '@azure/functions';
 import Long from 'long';
 import { decide, dispatchMessageId, orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
 import { cancelOrder, requestHash, submitOrder } from '../../shared/http/orderApi.js';
+import { behindPlatformAuth, principalHeaders } from '../http/principal.js';
 import { parseOrderRequest } from '../../shared/orders/orderRequest.js';
 import { orderBody } from './helpers.js';
 import { queues } from '../../shared/messaging/entities.js';
@@ -23,6 +24,11 @@ import {
   type Infra,
   type TestDeps,
 } from './direct.js';
+
+/** An operator handler as App Service would run it: platform authentication on, an operator signed in. */
+function asOperator<A extends unknown[], R>(handler: (...args: A) => Promise<R>, ...args: A): Promise<R> {
+  return behindPlatformAuth(() => handler(...args));
+}
 
 /**
  * The Scheduler's handler called directly, twice or concurrently, or after a simulated crash:
@@ -264,10 +270,12 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
   it('cancel of a Pending order nobody claimed yet ends Compensated at once; its late process-order dispatches nothing', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);
-    const res = await cancelOrder(
+    const res = await asOperator(
+      cancelOrder,
       deps,
       new HttpRequest({
         method: 'POST',
+        headers: principalHeaders(),
         url: `http://127.0.0.1/api/orders/${orderId}/cancel`,
         params: { orderId },
       }),
@@ -286,10 +294,12 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
       'nothing to undo, nothing done',
     );
     // A second cancel is a 409 naming the state.
-    const again = await cancelOrder(
+    const again = await asOperator(
+      cancelOrder,
       deps,
       new HttpRequest({
         method: 'POST',
+        headers: principalHeaders(),
         url: `http://127.0.0.1/api/orders/${orderId}/cancel`,
         params: { orderId },
       }),
@@ -310,10 +320,12 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     const schedulerBefore = (await held(infra, queues.scheduler, orderId)).length;
 
     deps.clock.advanceSeconds(1);
-    const res = await cancelOrder(
+    const res = await asOperator(
+      cancelOrder,
       deps,
       new HttpRequest({
         method: 'POST',
+        headers: principalHeaders(),
         url: `http://127.0.0.1/api/orders/${orderId}/cancel?reason=too%20late`,
         params: { orderId },
         query: { reason: 'too late' },

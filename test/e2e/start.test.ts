@@ -118,6 +118,19 @@ test('npm start: readiness block, the curl from it, SIGINT exits 0 and frees eve
     if (state !== 'Processed') await new Promise((r) => setTimeout(r, 200));
   }
   assert.equal(state, 'Processed');
+
+  // The operator line: its credential lists orders; the function key does not.
+  const operatorLine = lines.find((l) => l.trim().startsWith('curl') && l.includes('Authorization: Bearer'))!;
+  assert.ok(operatorLine, 'the block has an operator curl');
+  const operatorKey = /Operator key {6}(\S+)/.exec(block)?.[1];
+  assert.ok(operatorKey && operatorLine.includes(operatorKey), 'the curl uses the printed operator key');
+  const list = curlToFetch(operatorLine);
+  const listed = await fetch(list.url, list.init);
+  assert.equal(listed.status, 200);
+  assert.equal(((await listed.json()) as { state: string }).state, 'Error');
+  const asClient = await fetch(list.url, { headers: { 'x-functions-key': key } });
+  assert.equal(asClient.status, 403, 'the function key is not an operator credential');
+  await asClient.arrayBuffer();
   await until(
     'the compact function log',
     () => /scheduler\s+reply applied order=/.test(started.out()),

@@ -726,3 +726,97 @@ export function checkPassesEntitiesToModule(file: BicepFile, modulePath: string)
     );
   return problems;
 }
+
+export interface OperatorAuthFiles {
+  apiBicep: string;
+  mainBicep: string;
+  parametersJson: string;
+  azureYaml: string;
+  rolesJson: string;
+  preprovision: string;
+  /** The app role the app checks (shared/http/operatorAuth.ts). */
+  role: string;
+}
+
+/**
+ * Operator sign-in in Azure: App Service Authentication (authsettingsV2) with Entra ID that lets
+ * unauthenticated requests through (clients use function keys), fed the client id the azd
+ * preprovision hook creates, whose app role is the one the app checks.
+ */
+export function checkOperatorAuth(f: OperatorAuthFiles): string[] {
+  const problems: string[] = [];
+  const api = stripComments(f.apiBicep);
+  const head = /resource\s+(\w+)\s+'config'\s*=\s*if\s*\(\s*!empty\(operatorAuthClientId\)\s*\)\s*\{/.exec(
+    api,
+  );
+  if (!head) {
+    problems.push("api.bicep: no 'config' child resource conditional on operatorAuthClientId");
+  } else {
+    const open = head.index + head[0].length - 1;
+    const body = api.slice(open, matchingBracket(api, open) + 1);
+    const expect = (pattern: RegExp, what: string) => {
+      if (!pattern.test(body)) problems.push(`api.bicep auth settings: ${what}`);
+    };
+    expect(/name:\s*'authsettingsV2'/, "name is not 'authsettingsV2'");
+    expect(/platform:\s*\{\s*enabled:\s*true\s*\}/, 'platform.enabled is not true');
+    expect(/requireAuthentication:\s*false/, 'requireAuthentication must be false (clients use keys)');
+    expect(
+      /unauthenticatedClientAction:\s*'AllowAnonymous'/,
+      "unauthenticatedClientAction is not 'AllowAnonymous'",
+    );
+    expect(/azureActiveDirectory:\s*\{\s*enabled:\s*true/, 'Entra ID (azureActiveDirectory) is not enabled');
+    expect(
+      /clientId:\s*operatorAuthClientId\b/,
+      'the Entra registration clientId is not operatorAuthClientId',
+    );
+    expect(
+      /openIdIssuer:\s*'\$\{environment\(\)\.authentication\.loginEndpoint\}\$\{tenant\(\)\.tenantId\}\/v2\.0'/,
+      'openIdIssuer is not the tenant v2.0 issuer',
+    );
+    expect(
+      /allowedAudiences:\s*\[[^\]]*'api:\/\/\$\{operatorAuthClientId\}'/,
+      'allowedAudiences lacks api://<client id>',
+    );
+  }
+  if (!/^param operatorAuthClientId string = ''/m.test(api))
+    problems.push("api.bicep: param operatorAuthClientId string = '' is missing");
+  const main = stripComments(f.mainBicep);
+  if (!/^param operatorAuthClientId string/m.test(main))
+    problems.push('main.bicep: param operatorAuthClientId is missing');
+  if (!/module api 'app\/api\.bicep'[\s\S]*?operatorAuthClientId:\s*operatorAuthClientId/.test(main))
+    problems.push('main.bicep: the api module is not given operatorAuthClientId');
+  const params = JSON.parse(f.parametersJson) as { parameters: Record<string, { value?: unknown }> };
+  if (params.parameters.operatorAuthClientId?.value !== '${OPERATOR_AUTH_CLIENT_ID}')
+    problems.push('main.parameters.json: operatorAuthClientId is not ${OPERATOR_AUTH_CLIENT_ID}');
+
+  const roles = JSON.parse(f.rolesJson) as Array<{
+    value?: string;
+    id?: string;
+    allowedMemberTypes?: string[];
+    isEnabled?: boolean;
+  }>;
+  const role = roles.find((r) => r.value === f.role);
+  if (!role) problems.push(`operator-app-roles.json: no app role with value "${f.role}"`);
+  else {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(role.id ?? ''))
+      problems.push('operator-app-roles.json: the role id is not a GUID');
+    if (!role.allowedMemberTypes?.includes('User'))
+      problems.push('operator-app-roles.json: users cannot hold the role');
+    if (role.isEnabled !== true) problems.push('operator-app-roles.json: the role is not enabled');
+  }
+  for (const [hook, file] of [
+    ['preprovision', './infra/hooks/preprovision.sh'],
+    ['postprovision', './infra/hooks/postprovision.sh'],
+  ]) {
+    const re = new RegExp(
+      `^  ${hook}:\\s*\\n\\s+posix:\\s*\\n\\s+shell: sh\\s*\\n\\s+run: ${file.replace(/\./g, '\\.')}\\s*$`,
+      'm',
+    );
+    if (!re.test(f.azureYaml)) problems.push(`azure.yaml: the ${hook} hook does not run ${file}`);
+  }
+  if (!/--app-roles "@\$roles"/.test(f.preprovision) || !/operator-app-roles\.json/.test(f.preprovision))
+    problems.push('preprovision.sh: does not create the registration with operator-app-roles.json');
+  if (!/azd env set OPERATOR_AUTH_CLIENT_ID "\$app_id"/.test(f.preprovision))
+    problems.push('preprovision.sh: does not store OPERATOR_AUTH_CLIENT_ID');
+  return problems;
+}

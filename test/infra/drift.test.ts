@@ -21,14 +21,17 @@ import {
   checkPassesEntitiesToModule,
   checkRbac,
   checkRulesFromConfig,
+  checkOperatorAuth,
   checkSettings,
   emulatorRules,
   entityNames,
   type BicepFile,
   type EmulatorConfig,
   type LocalSettings,
+  type OperatorAuthFiles,
   type SourceFile,
 } from './drift-checks.js';
+import { operatorRole } from '../../shared/http/operatorAuth.js';
 
 // Compiled to dist/test/infra; the sources live at the repository root.
 const root = resolve(__dirname, '..', '..', '..');
@@ -695,4 +698,72 @@ test('the Function App runs on Flex Consumption, Node 20, deploying with its ide
     assert.ok(p in params.parameters, `main.parameters.json maps ${p}`);
     assert.match(main, new RegExp(`^param ${p} string`, 'm'));
   }
+});
+
+test('operators sign in through App Service Authentication (Entra ID, anonymous let through), with the role the app checks', () => {
+  const files: OperatorAuthFiles = {
+    apiBicep: bicep('infra/app/api.bicep').text,
+    mainBicep: bicep('infra/main.bicep').text,
+    parametersJson: read('infra/main.parameters.json'),
+    azureYaml: read('azure.yaml'),
+    rolesJson: read('infra/hooks/operator-app-roles.json'),
+    preprovision: read('infra/hooks/preprovision.sh'),
+    role: operatorRole,
+  };
+  assert.deepEqual(checkOperatorAuth(files), []);
+  assert.ok(existsSync(join(root, 'infra/hooks/postprovision.sh')));
+
+  const mutate = (key: keyof OperatorAuthFiles, from: string, to: string, pattern: RegExp) => {
+    assert.ok(files[key].includes(from), `mutation target ${from} in ${key}`);
+    reports(checkOperatorAuth({ ...files, [key]: files[key].replace(from, to) }), pattern);
+  };
+  mutate(
+    'apiBicep',
+    "unauthenticatedClientAction: 'AllowAnonymous'",
+    "unauthenticatedClientAction: 'RedirectToLoginPage'",
+    /AllowAnonymous/,
+  );
+  mutate('apiBicep', 'requireAuthentication: false', 'requireAuthentication: true', /requireAuthentication/);
+  mutate('apiBicep', "name: 'authsettingsV2'", "name: 'authsettings'", /authsettingsV2/);
+  mutate('apiBicep', 'clientId: operatorAuthClientId', "clientId: 'x'", /clientId/);
+  mutate('apiBicep', "'api://${operatorAuthClientId}'", "'x'", /allowedAudiences/);
+  mutate('mainBicep', 'operatorAuthClientId: operatorAuthClientId', '', /api module/);
+  mutate('parametersJson', '${OPERATOR_AUTH_CLIENT_ID}', '${OTHER}', /main\.parameters\.json/);
+  mutate('rolesJson', `"value": "${operatorRole}"`, '"value": "Operators"', /no app role/);
+  mutate('azureYaml', 'run: ./infra/hooks/preprovision.sh', 'run: ./other.sh', /preprovision hook/);
+  mutate('preprovision', 'azd env set OPERATOR_AUTH_CLIENT_ID "$app_id"', '', /OPERATOR_AUTH_CLIENT_ID/);
+  reports(checkOperatorAuth({ ...files, role: 'Admin' }), /no app role with value "Admin"/);
+});
+
+test('operator routes are anonymous to the host and guarded in code; client routes need the function key', () => {
+  const levels: Record<string, string> = {
+    listOrders: 'anonymous',
+    resubmitOrder: 'anonymous',
+    cancelOrder: 'anonymous',
+    submitOrder: 'function',
+    getOrder: 'function',
+  };
+  const seen = new Set<string>();
+  for (const f of filesUnder('functions', '.ts').filter((file) => /app\.http\(/.test(file.text))) {
+    const name = /app\.http\('(\w+)'/.exec(f.text)?.[1] ?? '';
+    if (!(name in levels)) continue; // other routes (e.g. documents) decide for themselves
+    seen.add(name);
+    assert.equal(/authLevel: '(\w+)'/.exec(f.text)?.[1], levels[name], `${f.path} (${name})`);
+  }
+  assert.deepEqual([...seen].sort(), Object.keys(levels).sort(), 'every order route was found');
+  const orderApi = read('shared/http/orderApi.ts');
+  const guarded = (fn: string) => {
+    const start = orderApi.indexOf(`export async function ${fn}(`);
+    const startAction = start >= 0 ? start : orderApi.indexOf(`async function ${fn}(`);
+    return (
+      startAction >= 0 && /requireOperator\(request\)/.test(orderApi.slice(startAction, startAction + 400))
+    );
+  };
+  assert.ok(guarded('listOrders'), 'listOrders starts with requireOperator');
+  assert.ok(
+    guarded('operatorAction'),
+    'resubmit and cancel go through operatorAction, which starts with requireOperator',
+  );
+  assert.match(orderApi, /export function resubmitOrder[\s\S]*?return operatorAction\(/);
+  assert.match(orderApi, /export function cancelOrder[\s\S]*?return operatorAction\(/);
 });

@@ -13,6 +13,7 @@ describe('local host: HTTP triggers', () => {
       appRoot,
       httpPort: 0,
       functionKey: 'test-key-123',
+      operatorKey: 'operator-key-456',
       log: (line) => lines.push(line),
       maxRequestBodyBytes: 1024,
       shutdownGraceMs: 5_000,
@@ -62,6 +63,78 @@ describe('local host: HTTP triggers', () => {
     const viaQuery = await fetch(`${host.baseUrl}/orders/8?code=test-key-123`);
     assert.equal(viaQuery.status, 200);
     assert.equal(((await viaQuery.json()) as { id: string }).id, '8');
+  });
+
+  it('plays App Service Authentication: client-sent principal and token headers never reach the app', async () => {
+    const forged = Buffer.from(JSON.stringify({ claims: [{ typ: 'roles', val: 'Operator' }] })).toString(
+      'base64',
+    );
+    const res = await fetch(`${host.baseUrl}/orders/7`, {
+      headers: {
+        'x-functions-key': 'test-key-123',
+        'x-ms-client-principal': forged,
+        'X-MS-CLIENT-PRINCIPAL-NAME': 'mallory',
+        'x-ms-client-principal-idp': 'aad',
+        'x-ms-client-principal-id': 'm-1',
+        'x-ms-token-aad-access-token': 'stolen',
+      },
+    });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as Record<string, unknown>;
+    assert.equal(body.authEnabled, 'true', 'the app is told the platform authenticates');
+    assert.equal(body.principalName, null);
+    assert.equal(body.principalIdp, null);
+    assert.equal(body.token, null);
+    assert.equal(body.user, null);
+  });
+
+  it('signs the operator credential in as an Entra user with the Operator role; a wrong bearer token is a 401', async () => {
+    assert.equal(host.operatorKey, 'operator-key-456');
+    const res = await fetch(`${host.baseUrl}/orders/7`, {
+      headers: {
+        'x-functions-key': 'test-key-123',
+        authorization: 'Bearer operator-key-456',
+        'x-ms-client-principal-name': 'mallory',
+      },
+    });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as {
+      principalName: string;
+      principalIdp: string;
+      user: {
+        type: string;
+        username: string;
+        claimsPrincipalData: { role_typ: string; claims: Array<{ typ: string; val: string }> };
+      };
+    };
+    assert.equal(body.principalName, 'local-operator', 'the forged name is replaced');
+    assert.equal(body.principalIdp, 'aad');
+    assert.equal(body.user.type, 'AppService');
+    assert.equal(body.user.username, 'local-operator');
+    const roleTyp = body.user.claimsPrincipalData.role_typ;
+    assert.deepEqual(
+      body.user.claimsPrincipalData.claims.filter((c) => c.typ === roleTyp).map((c) => c.val),
+      ['Operator'],
+    );
+    const before = lines.length;
+    for (const authorization of ['Bearer nope', 'Bearer operator-key-4567', 'bearer ']) {
+      const wrong = await fetch(`${host.baseUrl}/orders/7`, {
+        headers: { 'x-functions-key': 'test-key-123', authorization },
+      });
+      if (authorization === 'bearer ') {
+        assert.equal(wrong.status, 200, 'no token at all is an anonymous request, as with Easy Auth');
+        await wrong.arrayBuffer();
+        continue;
+      }
+      assert.equal(wrong.status, 401, authorization);
+      assert.match(wrong.headers.get('www-authenticate') ?? '', /invalid_token/);
+      assert.equal(await wrong.text(), '');
+    }
+    assert.equal(
+      lines.slice(before).filter((l) => l.includes('Executing')).length,
+      1,
+      'a refused token never reaches the function',
+    );
   });
 
   it('passes the request body and method through', async () => {

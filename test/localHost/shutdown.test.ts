@@ -52,9 +52,20 @@ describe('local host CLI: graceful shutdown', () => {
       files: 'timerFunctions.js',
       localSettings: { Values: { SLOW_TIMER_SCHEDULE: '0 0 0 1 1 *', FUNCTIONS_LOCAL_KEY: 'from-file' } },
     });
-    const host = await spawnLocalHost({ appRoot, env: { FUNCTIONS_LOCAL_KEY: 'from-env' } });
+    const host = await spawnLocalHost({
+      appRoot,
+      env: { FUNCTIONS_LOCAL_KEY: 'from-env', FUNCTIONS_LOCAL_OPERATOR_KEY: 'operator-from-env' },
+    });
     try {
       assert.equal(host.functionKey, 'from-env');
+      assert.equal(host.operatorKey, 'operator-from-env');
+      assert.ok(
+        host.output.some((l) =>
+          l.startsWith(
+            'Operator key (Authorization: Bearer header; signs in as local-operator): operator-from-env',
+          ),
+        ),
+      );
       assert.ok(host.output.some((l) => l.includes('slowTimer: timer 0 0 0 1 1 *')));
       assert.ok(
         host.output.some((l) => l.startsWith('Function key (x-functions-key header or ?code=): from-env')),

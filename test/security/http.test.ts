@@ -21,13 +21,16 @@ after(async () => {
 });
 
 const someId = '3f2b8c1e-5d4a-4b6c-9e7f-0a1b2c3d4e5f';
-const routes: Array<{ method: string; path: string }> = [
+const clientRoutes: Array<{ method: string; path: string }> = [
   { method: 'POST', path: '/orders' },
   { method: 'GET', path: `/orders/${someId}` },
+];
+const operatorRoutes: Array<{ method: string; path: string }> = [
   { method: 'GET', path: '/orders?state=Pending' },
   { method: 'POST', path: `/orders/${someId}/resubmit` },
   { method: 'POST', path: `/orders/${someId}/cancel` },
 ];
+const asOperator = () => ({ authorization: `Bearer ${stack.operatorKey}` });
 
 function send(
   method: string,
@@ -38,8 +41,24 @@ function send(
   return fetch(`${stack.baseUrl}${path}`, { method, headers, body, signal: AbortSignal.timeout(30_000) });
 }
 
-test('every route refuses a missing or a wrong key with 401, and writes nothing', async () => {
-  for (const r of routes) {
+test('every client route refuses a missing or a wrong key with 401, every operator route any key with 403, and nothing is written', async () => {
+  for (const r of operatorRoutes) {
+    const body = r.method === 'POST' ? JSON.stringify(validOrder) : undefined;
+    const json = { 'content-type': 'application/json' };
+    const none = await send(r.method, r.path, json, body);
+    await none.arrayBuffer();
+    assert.equal(none.status, 401, `${r.method} ${r.path} without credentials`);
+    for (const key of ['wrong', '', stack.functionKey]) {
+      const res = await send(r.method, r.path, { ...json, 'x-functions-key': key }, body);
+      await res.arrayBuffer();
+      assert.equal(
+        res.status,
+        key === '' ? 401 : 403,
+        `${r.method} ${r.path} with key ${JSON.stringify(key)}`,
+      );
+    }
+  }
+  for (const r of clientRoutes) {
     const body = r.method === 'POST' ? JSON.stringify(validOrder) : undefined;
     const json = { 'content-type': 'application/json' };
     for (const headers of [
@@ -60,7 +79,7 @@ test('every route refuses a missing or a wrong key with 401, and writes nothing'
     await viaQuery.arrayBuffer();
     assert.equal(viaQuery.status, 401, `${r.method} ${r.path}?code=wrong`);
   }
-  const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+  const listed = await send('GET', '/orders?state=Pending', asOperator());
   assert.equal(listed.status, 200);
   assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, [], 'no order was written');
 });
@@ -80,7 +99,7 @@ test('oversized and deeply nested bodies are refused (413 / 400)', async () => {
   const deepObject = await send('POST', '/orders', key, '{"a":'.repeat(5000) + '1' + '}'.repeat(5000));
   await deepObject.arrayBuffer();
   assert.equal(deepObject.status, 400);
-  const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+  const listed = await send('GET', '/orders?state=Pending', asOperator());
   assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, []);
 });
 
@@ -153,7 +172,7 @@ test('a Content-Length over the host limit (FUNCTIONS_REQUEST_BODY_SIZE_LIMIT, 1
   const res = await partialUpload('/orders', declaredHeaders(declared), 1024, 10_000);
   assert.equal(res.status, 413, res.head);
   assert.ok(res.sent < declared);
-  const listed = await send('GET', '/orders?state=Pending', { 'x-functions-key': stack.functionKey });
+  const listed = await send('GET', '/orders?state=Pending', asOperator());
   assert.deepEqual(((await listed.json()) as { orders: unknown[] }).orders, [], 'nothing was written');
 });
 
