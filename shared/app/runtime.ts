@@ -13,6 +13,7 @@ let current: Promise<Dependencies> | undefined;
 export function policyFrom(s: Settings) {
   return makePolicy({
     stepTimeoutSeconds: s.stepTimeoutSeconds,
+    claimTimeoutSeconds: s.claimTimeoutSeconds,
     failureSoftThreshold: s.failureSoftThreshold,
     failureHardThreshold: s.failureHardThreshold,
     extendedBackoffSeconds: s.extendedBackoffSeconds,
