@@ -149,14 +149,60 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     }
   });
 
-  it('a Pending order nobody claimed (lost process-order) is re-notified at its complete-by', async () => {
+  it('an early claim is deferred, never dropped, whatever the clocks', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    deps.clock.advanceSeconds(61);
+    assert.equal((await sweep(deps)).retried, 1);
+    await deliver(deps, processOrder(orderId, 'retry'), 'claim-2');
+    // The 2nd timeout is written by a Supervisor that died before its scheduled retry went out.
+    deps.clock.advanceSeconds(61);
+    const backingOff = await writeOnly(deps, orderId, { type: 'TimedOut' });
+    const due = backingOff.state.scheduledFor!.getTime();
+    const retryId = processOrderMessageId(orderId, 'backoff-retry', 2, 1);
+    assert.equal((await processOrders(orderId)).filter((m) => m.messageId === retryId).length, 0);
+
+    // Some other copy arrives 25 s early: it does not claim, but the scheduled retry exists again.
+    deps.clock.advanceSeconds(5);
+    await handleSchedulerMessage(
+      deps,
+      processOrder(orderId, 'retry'),
+      context('scheduler', 'x', 'stale-copy'),
+    );
+    assert.equal((await load(deps, orderId)).state.processState, 'Pending');
+    const resent = (await processOrders(orderId)).filter((m) => m.messageId === retryId);
+    assert.equal(resent.length, 1);
+    assert.equal(resent[0].scheduledEnqueueTimeUtc?.getTime(), due);
+
+    // The broker's clock runs ahead: it delivers that scheduled retry 25 s before the back-off ends
+    // by this host's clock. The broker decided it is due, so it claims.
+    await handleSchedulerMessage(
+      deps,
+      processOrder(orderId, 'backoff-retry'),
+      context('scheduler', 'claim-3', retryId),
+    );
+    const { state } = await load(deps, orderId);
+    assert.equal(state.processState, 'Processing');
+    assert.equal(state.lockedBy, 'claim-3');
+  });
+
+  it('a Pending order nobody claimed (lost process-order) is re-notified at its complete-by, no failure counted', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps); // recorded, its message never sent
-    deps.clock.advanceSeconds(31);
-    const report = await sweep(deps);
-    assert.equal(report.retried, 1);
+    for (let round = 1; round <= deps.policy.failureHardThreshold + 1; round++) {
+      deps.clock.advanceSeconds(31);
+      const report = await sweep(deps);
+      assert.deepEqual([report.candidates, report.retried, report.gaveUp], [1, 1, 0]);
+      const { state } = await load(deps, orderId);
+      assert.deepEqual([state.processState, state.failureCount], ['Pending', 0]);
+    }
+    // Re-sent under the submission's own id every time: one message, not one per claim timeout.
     const notes = await processOrders(orderId);
-    assert.equal(notes.length, 1);
+    assert.deepEqual(
+      notes.map((m) => m.messageId),
+      [processOrderMessageId(orderId, 'submitted', 1, 1)],
+    );
     await deliver(deps, notes[0].body);
     assert.equal((await load(deps, orderId)).state.processState, 'Processing');
   });
