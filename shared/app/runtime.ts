@@ -30,7 +30,10 @@ export function dependencies(): Promise<Dependencies> {
 
 async function create(s: Settings): Promise<Dependencies> {
   return {
-    store: await StateStore.open(s.stateStore),
+    store: await StateStore.open(s.stateStore, {
+      // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
+      indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
+    }),
     bus: ServiceBusMessageBus.fromConnection(s.serviceBus),
     clock: systemClock,
     policy: policyFrom(s),

@@ -44,6 +44,8 @@ export interface Settings {
   failureSoftThreshold: number;
   failureHardThreshold: number;
   extendedBackoffSeconds: number;
+  /** host.json functionTimeout: no invocation (a stalled submission, say) outlives it. */
+  functionTimeoutSeconds?: number;
 }
 
 export class SettingsError extends Error {
@@ -228,8 +230,9 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     failureHardThreshold: hard,
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
   };
-  checkAgainstLimits(loaded, limits ?? readHostLimits(env));
-  return loaded;
+  const host = limits ?? readHostLimits(env);
+  checkAgainstLimits(loaded, host);
+  return { ...loaded, functionTimeoutSeconds: host.functionTimeoutSeconds };
 }
 
 let cached: Settings | undefined;

@@ -15,6 +15,11 @@ import { stateRowKey, type Row } from './rows.js';
  *   state row was checked: if anyone re-wrote the row in between, the delete fails (412) and the
  *   row stays; on the hot path the ETag is the one the order's own put returned, kept in its
  *   state row, so the finishing save removes the row in one request (`removeAsWritten`);
+ * - a row whose order has no state row, or a terminal one, is removed by the sweep only when its
+ *   last put (PutAt) is older than the grace: a submission stalled between its put and its
+ *   transaction, or a resubmit between its first put and its state write, cannot outlive the host's
+ *   functionTimeout, so a younger row may still be about to be needed (and its writer may die before
+ *   putting it again);
  * - CheckAfter is a hint of when the order's complete-by may have passed. Scheduler transitions
  *   never touch it; the sweep pushes it forward lazily when it finds the deadline moved.
  *
@@ -45,13 +50,18 @@ export interface ReconcileResult {
   continuationToken?: string;
 }
 
-type IndexRow = Row & { CheckAfter?: Date };
+type IndexRow = Row & { CheckAfter?: Date; PutAt?: Date };
+
+/** Default grace: host.json's functionTimeout (10 min), the longest a writer can stall. */
+export const defaultIndexGraceSeconds = 600;
 
 export class InFlightIndex {
   constructor(
     readonly table: TableClient,
     private readonly orders: TableClient,
     private readonly metrics: StoreMetrics,
+    /** How long after its put a row without a live order is still kept (see the header). */
+    readonly graceSeconds: number = defaultIndexGraceSeconds,
   ) {}
 
   static partitionFor(orderId: string): string {
@@ -62,9 +72,14 @@ export class InFlightIndex {
    * Adds (or refreshes) an order's row. Upsert is right here: the index is a hint, not state.
    * Returns the row's new ETag, which the state store keeps with the order (see `removeAsWritten`).
    */
-  async put(orderId: string, checkAfter: Date): Promise<string | undefined> {
+  async put(orderId: string, checkAfter: Date, writtenAt: Date = new Date()): Promise<string | undefined> {
     const response = await this.table.upsertEntity(
-      { partitionKey: InFlightIndex.partitionFor(orderId), rowKey: orderId, CheckAfter: checkAfter },
+      {
+        partitionKey: InFlightIndex.partitionFor(orderId),
+        rowKey: orderId,
+        CheckAfter: checkAfter,
+        PutAt: writtenAt,
+      },
       'Replace',
     );
     return response.etag;
@@ -132,6 +147,8 @@ export class InFlightIndex {
     const orderId = row.rowKey;
     const state = await this.getStateRow(orderId);
     if (state === null || isTerminal(state.ProcessState as ProcessState)) {
+      const putAt = row.PutAt instanceof Date ? row.PutAt.getTime() : -Infinity;
+      if (now.getTime() - putAt < this.graceSeconds * 1000) return 'kept';
       // Conditional on the ETag we read before looking at the state row (see the header).
       try {
         await this.table.deleteEntity(row.partitionKey, row.rowKey, { etag: row.etag });
