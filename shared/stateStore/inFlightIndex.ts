@@ -52,6 +52,9 @@ export interface ReconcileResult {
 
 type IndexRow = Row & { CheckAfter?: Date; PutAt?: Date };
 
+/** The reconcile pass's cursor: a partition no order id maps to, and no CheckAfter, so no sweep reads it. */
+const cursorRow = { partitionKey: 'reconcile', rowKey: 'cursor' };
+
 /** Default grace: host.json's functionTimeout (10 min), the longest a writer can stall. */
 export const defaultIndexGraceSeconds = 600;
 
@@ -211,6 +214,32 @@ export class InFlightIndex {
     }
     if (token) result.continuationToken = token;
     return result;
+  }
+
+  /**
+   * Where an unfinished reconcile pass stopped: null when no pass is under way, else the
+   * continuation token to resume from (undefined: from the start). Kept in the index table itself,
+   * so every Supervisor instance, and the next one after a restart, carries on the same pass.
+   */
+  async reconcileCursor(): Promise<{ token?: string } | null> {
+    try {
+      const row = await this.table.getEntity<{ Token?: string }>(cursorRow.partitionKey, cursorRow.rowKey);
+      return typeof row.Token === 'string' && row.Token !== '' ? { token: row.Token } : {};
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Records where the pass stopped; `done` ends it. */
+  async saveReconcileCursor(cursor: { token?: string } | 'done'): Promise<void> {
+    if (cursor === 'done') {
+      await this.table.deleteEntity(cursorRow.partitionKey, cursorRow.rowKey).catch((e: unknown) => {
+        if (httpStatusOf(e) !== 404) throw e;
+      });
+      return;
+    }
+    await this.table.upsertEntity({ ...cursorRow, Token: cursor.token ?? '' }, 'Replace');
   }
 
   private async getIndexRow(orderId: string): Promise<IndexRow | null> {

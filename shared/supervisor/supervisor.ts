@@ -27,27 +27,46 @@ export interface SweepReport {
   reconciled?: number;
 }
 
-/** Pages of state rows one reconciliation reads at most (1,000 rows each). */
-const maxReconcilePages = 100;
+/** One run's share of a reconcile pass: pages of state rows, and wall time. */
+const reconcileDefaults = { pageSize: 1000, pagesPerRun: 5, budgetMs: 5000 };
 
-/** Re-creates lost index rows by scanning the state rows: O(history), so it runs rarely. */
-async function reconcileIndex(deps: Dependencies): Promise<number> {
+/**
+ * Re-creates lost index rows by scanning the state rows: O(history), so a pass starts rarely and is
+ * spread over runs, one bounded slice per run, resuming from the cursor the last slice saved. It
+ * runs after the sweep has acted, so a large table never delays a retry.
+ */
+async function reconcileSlice(
+  deps: Dependencies,
+  start: boolean,
+  options: SupervisorOptions,
+): Promise<number | undefined> {
+  const cursor = await deps.store.index.reconcileCursor();
+  if (cursor === null && !start) return undefined;
+  const pageSize = options.reconcilePageSize ?? reconcileDefaults.pageSize;
+  const pages = options.reconcilePagesPerRun ?? reconcileDefaults.pagesPerRun;
+  // Wall time, not the domain clock: this bounds the run's own duration.
+  const budgetEnds = Date.now() + reconcileDefaults.budgetMs;
+  let token = cursor?.token;
   let recreated = 0;
-  let continuationToken: string | undefined;
-  for (let page = 0; page < maxReconcilePages; page++) {
-    const result = await deps.store.index.reconcile({ continuationToken, maxPages: 1 });
+  for (let page = 0; page < pages && Date.now() < budgetEnds; page++) {
+    const result = await deps.store.index.reconcile({ continuationToken: token, pageSize, maxPages: 1 });
     recreated += result.recreated;
-    continuationToken = result.continuationToken;
-    if (!continuationToken) break;
+    token = result.continuationToken;
+    if (!token) break;
   }
+  await deps.store.index.saveReconcileCursor(token ? { token } : 'done');
   return recreated;
 }
 
 export interface SupervisorOptions {
   /** Orders acted on at once. */
   concurrency?: number;
-  /** Run the O(history) index reconciliation on this run. */
+  /** Start a pass of the O(history) index reconciliation (one under way continues regardless). */
   reconcile?: boolean;
+  /** State rows per reconcile page (default 1,000). */
+  reconcilePageSize?: number;
+  /** Reconcile pages per run (default 5, and at most 5 s). */
+  reconcilePagesPerRun?: number;
 }
 
 export async function runSupervisor(
@@ -65,10 +84,6 @@ export async function runSupervisor(
     alreadyMoved: 0,
     failed: 0,
   };
-  if (options.reconcile) {
-    report.reconciled = await reconcileIndex(deps);
-    if (report.reconciled > 0) log.warn('in-flight index repaired', { recreated: report.reconciled });
-  }
   const sweep = await deps.store.index.sweep(deps.clock.now());
   report.candidates = sweep.timedOut.length;
   report.examined = sweep.examined;
@@ -112,6 +127,14 @@ export async function runSupervisor(
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 8) }, worker));
+  try {
+    const reconciled = await reconcileSlice(deps, options.reconcile ?? false, options);
+    if (reconciled !== undefined) report.reconciled = reconciled;
+    if (reconciled) log.warn('in-flight index repaired', { recreated: reconciled });
+  } catch (e) {
+    // The next run resumes from the last saved cursor.
+    log.error('index reconcile failed', { error: (e as Error).message });
+  }
   if (report.candidates > 0 || report.failed > 0) log.info('sweep done', { ...report });
   return report;
 }

@@ -4,6 +4,7 @@ import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
 import { processOrderMessageId } from '../../shared/domain/index.js';
 import { queues } from '../../shared/messaging/entities.js';
+import { InFlightIndex } from '../../shared/stateStore/index.js';
 import {
   context,
   freshDeps,
@@ -147,6 +148,28 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
       assert.equal(state.processState, 'Pending');
       assert.equal((await processOrders(orderId)).length, 1);
     }
+  });
+
+  it('the index reconcile pages through the table across runs, after the sweep, bounded per run', async () => {
+    const deps = await freshDeps(infra);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await submitted(deps));
+    // Every index row lost (a deleted table, a bug): only the reconcile can bring them back.
+    for (const id of ids) await deps.store.index.table.deleteEntity(InFlightIndex.partitionFor(id), id);
+    const slice = { reconcilePageSize: 2, reconcilePagesPerRun: 2 };
+    const first = await runSupervisor(deps, context('supervisor'), { reconcile: true, ...slice });
+    assert.equal(first.reconciled, 4, 'one bounded slice per run');
+    let total = first.reconciled ?? 0;
+    // Later runs continue where the last one stopped (no new start), until the pass is through.
+    for (let run = 0; run < 10 && total < ids.length; run++) {
+      const r = await runSupervisor(deps, context('supervisor'), slice);
+      assert.ok((r.reconciled ?? 0) <= 4);
+      total += r.reconciled ?? 0;
+    }
+    assert.equal(total, ids.length);
+    for (const id of ids) assert.equal(await deps.store.index.has(id), true);
+    // Through: a run without a new start reconciles nothing.
+    assert.equal((await runSupervisor(deps, context('supervisor'), slice)).reconciled, undefined);
   });
 
   it('an early claim is deferred, never dropped, whatever the clocks', async () => {
