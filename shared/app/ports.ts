@@ -1,5 +1,6 @@
 import type { Clock, Policy, Workflow } from '../domain/index.js';
 import type { MessageBus } from '../messaging/bus.js';
+import type { QueueBacklog } from '../messaging/backlog.js';
 import type { StateStore } from '../stateStore/index.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
@@ -9,4 +10,6 @@ export interface Dependencies {
   clock: Clock;
   policy: Policy;
   workflow: Workflow;
+  /** The scheduler queue's backlog; without it the Supervisor assumes none (tests, tools). */
+  schedulerBacklog?: QueueBacklog;
 }

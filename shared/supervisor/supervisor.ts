@@ -4,7 +4,7 @@ import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
-import { logger } from '../observability/logger.js';
+import { logger, type Logger } from '../observability/logger.js';
 
 /**
  * The Supervisor. It only looks for orders whose CompleteBy has passed and asks for them to be
@@ -16,6 +16,11 @@ import { logger } from '../observability/logger.js';
  */
 export interface SweepReport {
   candidates: number;
+  /**
+   * Candidates left for a later sweep because the Scheduler has not yet taken in everything sent
+   * before their complete-by: the reply they wait for may be queued. Waiting is not failing.
+   */
+  postponed: number;
   retried: number;
   gaveUp: number;
   alreadyMoved: number;
@@ -58,6 +63,42 @@ async function reconcileSlice(
   return recreated;
 }
 
+/** The oldest waiting scheduler message this process saw, and since when it has been the oldest. */
+let lastHead: { id: string; since: number } | undefined;
+
+/**
+ * When the oldest message still waiting on the scheduler queue was enqueued (undefined: none, or
+ * unknown). A complete-by at or after it may have a reply behind it. Only while the Scheduler is
+ * consuming: a head that has waited longer than a claim timeout means no Scheduler takes messages
+ * (all down, or disconnected), and the Supervisor then acts on timeouts as usual rather than wait
+ * forever. Broker time: a broker clock ahead of ours only postpones more; one behind by s seconds
+ * can miss replies sent in the last s seconds before a complete-by.
+ */
+async function schedulerBacklogSince(deps: Dependencies, log: Logger): Promise<Date | undefined> {
+  if (!deps.schedulerBacklog) return undefined;
+  let head;
+  try {
+    head = await deps.schedulerBacklog.oldestWaiting();
+  } catch (e) {
+    // Not knowing must not stop the Supervisor: it acts as if nothing waited.
+    log.warn('scheduler backlog unknown; sweeping without it', { error: (e as Error).message });
+    return undefined;
+  }
+  const now = deps.clock.now().getTime();
+  if (head === undefined) {
+    lastHead = undefined;
+    return undefined;
+  }
+  if (lastHead?.id !== head.id) lastHead = { id: head.id, since: now };
+  if (now - lastHead.since > deps.policy.claimTimeoutSeconds * 1000) {
+    log.warn('the scheduler queue is not being consumed; timeouts are not postponed', {
+      oldestWaiting: head.enqueuedAt.toISOString(),
+    });
+    return undefined;
+  }
+  return head.enqueuedAt;
+}
+
 export interface SupervisorOptions {
   /** Orders acted on at once. */
   concurrency?: number;
@@ -77,6 +118,7 @@ export async function runSupervisor(
   const log = logger(context, { actor: 'supervisor' });
   const report: SweepReport = {
     candidates: 0,
+    postponed: 0,
     examined: 0,
     repaired: 0,
     retried: 0,
@@ -89,7 +131,17 @@ export async function runSupervisor(
   report.examined = sweep.examined;
   report.repaired = sweep.removed;
 
-  const queue = sweep.timedOut.map((c) => c.orderId);
+  const waitingSince = await schedulerBacklogSince(deps, log);
+  const due = sweep.timedOut.filter(
+    (c) => waitingSince === undefined || c.completeBy.getTime() < waitingSince.getTime(),
+  );
+  report.postponed = sweep.timedOut.length - due.length;
+  if (report.postponed > 0)
+    log.info('timeouts postponed: the Scheduler has not caught up', {
+      postponed: report.postponed,
+      oldestWaiting: waitingSince?.toISOString(),
+    });
+  const queue = due.map((c) => c.orderId);
   const worker = async () => {
     for (let orderId = queue.shift(); orderId !== undefined; orderId = queue.shift()) {
       try {

@@ -5,6 +5,7 @@ import { runSupervisor } from '../../shared/supervisor/supervisor.js';
 import { processOrderMessageId } from '../../shared/domain/index.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { InFlightIndex } from '../../shared/stateStore/index.js';
+import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
 import {
   context,
   freshDeps,
@@ -172,6 +173,64 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     assert.equal((await runSupervisor(deps, context('supervisor'), slice)).reconciled, undefined);
   });
 
+  it('a reply waiting behind a busy Scheduler is not a timeout: the sweep waits until the Scheduler caught up', async () => {
+    const deps = await freshDeps(infra);
+    // Only this test's messages on the scheduler queue (earlier tests leave theirs unconsumed).
+    const purge = infra.client.createReceiver(queues.scheduler, { receiveMode: 'receiveAndDelete' });
+    while ((await purge.receiveMessages(100, { maxWaitTimeInMs: 300 })).length > 0);
+    await purge.close();
+    const gated: TestDeps = {
+      ...deps,
+      schedulerBacklog: new ServiceBusQueueBacklog(infra.client, queues.scheduler),
+    };
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    // The Agent answered in time; its reply waits in the scheduler queue behind a backlog.
+    await deps.bus.send(queues.scheduler, [
+      { messageId: `${orderId}:reply-in-time`, body: reply(orderId, 'inventory', 1, 'succeeded') },
+    ]);
+    deps.clock.advanceSeconds(61);
+    const report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.candidates, report.postponed, report.retried], [1, 1, 0]);
+    let { state } = await load(deps, orderId);
+    assert.deepEqual([state.processState, state.failureCount], ['Processing', 0]);
+    // The Scheduler catches up and applies the reply: the order moves on, no failure counted.
+    const scheduler = infra.client.createReceiver(queues.scheduler, { receiveMode: 'receiveAndDelete' });
+    const [waiting] = await scheduler.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+    await scheduler.close();
+    await deliver(deps, waiting.body, 'reply-applied');
+    ({ state } = await load(deps, orderId));
+    assert.deepEqual([state.steps[0].status, state.steps[1].status], ['Completed', 'Running']);
+    // Nothing waits any more: a step that really runs out of time is a timeout again.
+    deps.clock.advanceSeconds(61);
+    const later = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([later.postponed, later.retried], [0, 1]);
+    assert.equal((await load(deps, orderId)).state.failureCount, 1);
+  });
+
+  it('a scheduler queue nobody consumes postpones timeouts for a claim timeout, not forever', async () => {
+    const deps = await freshDeps(infra);
+    const purge = infra.client.createReceiver(queues.scheduler, { receiveMode: 'receiveAndDelete' });
+    while ((await purge.receiveMessages(100, { maxWaitTimeInMs: 300 })).length > 0);
+    await purge.close();
+    const gated: TestDeps = {
+      ...deps,
+      schedulerBacklog: new ServiceBusQueueBacklog(infra.client, queues.scheduler),
+    };
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    await deps.bus.send(queues.scheduler, [
+      { messageId: `${orderId}:reply-stuck`, body: reply(orderId, 'inventory', 1, 'succeeded') },
+    ]);
+    deps.clock.advanceSeconds(61);
+    assert.equal((await runSupervisor(gated, context('supervisor'))).postponed, 1);
+    // The same message has waited at the head for longer than a claim timeout: no Scheduler runs.
+    deps.clock.advanceSeconds(deps.policy.claimTimeoutSeconds + 1);
+    const report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.postponed, report.retried], [0, 1]);
+    assert.equal((await load(deps, orderId)).state.failureCount, 1);
+  });
+
   it('an early claim is deferred, never dropped, whatever the clocks', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);
@@ -239,6 +298,7 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     for (let n = 1; n <= 2; n++) {
       deps.clock.advanceSeconds(61 + 30);
       assert.equal((await sweep(deps)).retried, 1);
+      if (n === 2) deps.clock.advanceSeconds(30); // the back-off
       await deliver(deps, processOrder(orderId, n === 1 ? 'retry' : 'backoff-retry'));
     }
     deps.clock.advanceSeconds(61);
