@@ -133,8 +133,18 @@ async function runOnStack(
     result.violations.push(...(own?.violations ?? []));
     // Faults the system must ride out may slow an order down, never end it.
     const errors = result.byState.Error ?? 0;
-    if (scenario.recoverable && errors > 0)
-      result.violations.push(`recoverable faults only, yet ${errors} order(s) ended in Error`);
+    if (scenario.recoverable && errors > 0) {
+      const sample = [...finals.values()]
+        .filter((s) => s.processState === 'Error')
+        .slice(0, 3)
+        .map(
+          (s) =>
+            `${s.orderId}: ${s.errorDetail} [${s.steps.map((st) => `${st.name} ${st.status} x${st.attempt}`).join(', ')}]`,
+        );
+      result.violations.push(
+        `recoverable faults only, yet ${errors} order(s) ended in Error, e.g. ${sample.join('; ')}`,
+      );
+    }
     if (ctx.refused > 0) note += `; ${ctx.refused} POSTs never acknowledged`;
     return {
       scenario: scenario.name,

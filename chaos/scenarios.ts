@@ -126,15 +126,27 @@ const backlog = {
 /** burst: orders per scenario order. */
 const burstFactor = 3;
 
+/** Which steps needed more than one attempt, e.g. " (steps retried: inventory 3)"; "" when none. */
+async function retriedSteps(ctx: ChaosContext): Promise<string> {
+  const counts: Record<string, number> = {};
+  for (const orderId of ctx.submitted.keys()) {
+    for (const st of (await ctx.store.load(orderId))?.state.steps ?? [])
+      if (st.attempt > 1) counts[st.name] = (counts[st.name] ?? 0) + 1;
+  }
+  const list = Object.entries(counts).map(([k, v]) => `${k} ${v}`);
+  return list.length ? ` (steps retried: ${list.join(', ')})` : '';
+}
+
 /** Every order Processed, never counted a failure, and no operator alert raised for it. */
 async function everyOrderProcessedUntouched(
   ctx: ChaosContext,
 ): Promise<{ violations: string[]; note: string }> {
   const { violations, note } = await everyOrderProcessedFirstTime(ctx);
+  const retried = await retriedSteps(ctx);
   const { alerts } = await readQueues(ctx);
   const mine = alerts.filter((a) => a.orderId !== undefined && ctx.submitted.has(a.orderId));
   if (mine.length > 0) violations.push(`${mine.length} operator alert(s) for its orders`);
-  return { violations, note: `${note}, ${mine.length} alerts` };
+  return { violations, note: `${note}${retried}, ${mine.length} alerts` };
 }
 
 export const scenarios: Scenario[] = [
@@ -632,7 +644,7 @@ export const scenarios: Scenario[] = [
       return {
         violations:
           notProcessed > 0 ? [`burst: ${notProcessed} acknowledged order(s) did not end Processed`] : [],
-        note: `${ctx.submitted.size - notProcessed} Processed, ${retried} with FailureCount > 0`,
+        note: `${ctx.submitted.size - notProcessed} Processed, ${retried} with FailureCount > 0${await retriedSteps(ctx)}`,
       };
     },
   },
