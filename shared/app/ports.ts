@@ -12,6 +12,4 @@ export interface Dependencies {
   workflow: Workflow;
   /** The scheduler queue's backlog; without it the Supervisor assumes none (tests, tools). */
   schedulerBacklog?: QueueBacklog;
-  /** An Agent queue's backlog, by queue name; without it every step timeout counts. */
-  agentQueueBacklog?: (queue: string) => QueueBacklog;
 }

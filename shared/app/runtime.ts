@@ -39,7 +39,6 @@ async function create(s: Settings): Promise<Dependencies> {
     }),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
-    agentQueueBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue),
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,

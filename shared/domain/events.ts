@@ -4,8 +4,7 @@ export type OrderEvent =
   | { type: 'Claim'; by: string }
   | { type: 'StepSucceeded'; step: string; run: number; attempt: number }
   | { type: 'StepFailedPermanently'; step: string; run: number; attempt: number; error: string }
-  /** `neverPickedUp`: the step's request still waits, unread, in its Agent's queue. */
-  | { type: 'TimedOut'; neverPickedUp?: boolean }
+  | { type: 'TimedOut' }
   | { type: 'CompensationSucceeded'; step: string; run: number; attempt: number }
   | { type: 'CompensationFailed'; step: string; run: number; attempt: number; error: string }
   | { type: 'OperatorResubmit'; by: string }

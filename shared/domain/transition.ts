@@ -58,7 +58,7 @@ export function decide(
       t.stepFailed(t.currentDo(event), event.error);
       break;
     case 'TimedOut':
-      t.timedOut(event.neverPickedUp === true);
+      t.timedOut();
       break;
     case 'CompensationSucceeded':
       t.compensationSucceeded(t.currentCompensation(event));
@@ -239,7 +239,7 @@ class Transition {
     this.startCompensation('step-failed');
   }
 
-  timedOut(neverPickedUp = false): void {
+  timedOut(): void {
     this.requireState(['Pending', 'Processing', 'Compensating'], 'TimedOut');
     const completeBy = this.s.completeBy;
     if (completeBy === null || completeBy.getTime() >= this.now.getTime()) {
@@ -254,12 +254,6 @@ class Transition {
       return;
     }
     const running = this.s.steps.findIndex((st) => st.status === 'Running');
-    if (neverPickedUp && running >= 0) {
-      // No Agent ever took the request: it waited out its time in a busy Agent's queue. Waiting,
-      // not failing: a new attempt with a new complete-by, the failure count unchanged.
-      this.dispatchDo(running);
-      return;
-    }
     if (running >= 0) {
       const step = this.s.steps[running];
       step.status = 'TimedOut';

@@ -1,5 +1,4 @@
-import type { ServiceBusClient, ServiceBusReceiver } from '@azure/service-bus';
-import Long from 'long';
+import type { ServiceBusClient } from '@azure/service-bus';
 
 /**
  * How far behind a queue's consumers are: the enqueue time of the oldest message still waiting
@@ -10,8 +9,6 @@ import Long from 'long';
 export interface QueueBacklog {
   /** The oldest waiting message's enqueue time and an id for it; undefined when nothing waits. */
   oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined>;
-  /** MessageIds of the messages waiting unlocked (no consumer has them) near the head. */
-  waitingMessageIds(): Promise<Set<string>>;
 }
 
 /** Peeks the head of a queue (peek needs the Listen right the queue's trigger already has). */
@@ -23,48 +20,19 @@ export class ServiceBusQueueBacklog implements QueueBacklog {
     private readonly maxPages = 5,
   ) {}
 
-  /**
-   * Peeks from the head, page by page. The SDK keeps a peek cursor per entity (shared by every
-   * receiver of the client), so each page names its first sequence number explicitly.
-   */
-  private async *pages(receiver: ServiceBusReceiver) {
-    let from = Long.ZERO;
-    for (let page = 0; page < this.maxPages; page++) {
-      const batch = await receiver.peekMessages(100, { fromSequenceNumber: from });
-      if (batch.length === 0) return;
-      yield batch;
-      const last = batch[batch.length - 1].sequenceNumber;
-      if (batch.length < 100 || last === undefined) return;
-      from = Long.fromValue(last).add(1);
-    }
-  }
-
   async oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined> {
+    // A fresh receiver peeks from the head; a kept one would continue after its last peek.
     const receiver = this.client.createReceiver(this.queue);
     try {
-      for await (const batch of this.pages(receiver)) {
+      for (let page = 0; page < this.maxPages; page++) {
+        const batch = await receiver.peekMessages(100);
+        if (batch.length === 0) return undefined;
         const waiting = batch.filter((m) => m.state === 'active' && m.enqueuedTimeUtc !== undefined);
         if (waiting.length === 0) continue;
         const oldest = waiting.reduce((a, b) => (b.enqueuedTimeUtc! < a.enqueuedTimeUtc! ? b : a));
         return { enqueuedAt: oldest.enqueuedTimeUtc!, id: String(oldest.sequenceNumber ?? oldest.messageId) };
       }
       return undefined;
-    } finally {
-      await receiver.close().catch(() => undefined);
-    }
-  }
-
-  async waitingMessageIds(): Promise<Set<string>> {
-    const receiver = this.client.createReceiver(this.queue);
-    const ids = new Set<string>();
-    try {
-      for await (const batch of this.pages(receiver)) {
-        for (const m of batch) {
-          if (m.state === 'active' && m.lockedUntilUtc === undefined && m.messageId !== undefined)
-            ids.add(String(m.messageId));
-        }
-      }
-      return ids;
     } finally {
       await receiver.close().catch(() => undefined);
     }

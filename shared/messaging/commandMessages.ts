@@ -13,12 +13,6 @@ import type { Logger } from '../observability/logger.js';
  * Turns the domain's commands into Service Bus messages. Pure except for `carryOut`, which sends
  * them: grouped by entity, one send per entity, all entities in parallel.
  */
-/**
- * How long an Agent request outlives its complete-by on the queue: more than a Supervisor period
- * (30 s by default), so the sweep that finds the step expired can still see it waiting.
- */
-export const unreadEvidenceMs = 120_000;
-
 export interface Addressed {
   entity: string;
   message: OutgoingMessage;
@@ -56,10 +50,8 @@ export function toMessage(command: Command, order: Order, now: Date): Addressed 
         body,
         subject: `${command.step}:${command.kind}`,
         correlationId: command.orderId,
-        // A request still queued at its complete-by is worthless (the Agent reads it and drops it
-        // without calling), but it stays a while longer as the Supervisor's evidence that no Agent
-        // ever took it: a request that waited out its time in a busy queue is not a failure.
-        timeToLiveMs: Math.max(1000, command.completeBy.getTime() - now.getTime()) + unreadEvidenceMs,
+        // A request still queued at its complete-by is worthless: let Service Bus drop it.
+        timeToLiveMs: Math.max(1000, command.completeBy.getTime() - now.getTime()),
       };
       if (command.delaySeconds > 0)
         message.scheduledEnqueueTime = new Date(now.getTime() + command.delaySeconds * 1000);

@@ -1,6 +1,5 @@
 import type { InvocationContext } from '@azure/functions';
-import { dispatchMessageId, outstandingStep } from '../domain/index.js';
-import { queues } from '../messaging/entities.js';
+import { outstandingStep } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
@@ -22,8 +21,6 @@ export interface SweepReport {
    * before their complete-by: the reply they wait for may be queued. Waiting is not failing.
    */
   postponed: number;
-  /** Steps dispatched again because no Agent had picked their request up: no failure counted. */
-  redispatched: number;
   retried: number;
   gaveUp: number;
   alreadyMoved: number;
@@ -66,56 +63,8 @@ async function reconcileSlice(
   return recreated;
 }
 
-/** Per queue, the oldest waiting message this process saw, and since when it has been the oldest. */
-const heads = new Map<string, { id: string; since: number }>();
-
-/** Whether the queue's head moved within a claim timeout (someone consumes it); records the head. */
-function consumed(deps: Dependencies, queue: string, head: { id: string } | undefined): boolean {
-  const now = deps.clock.now().getTime();
-  if (head === undefined) {
-    heads.delete(queue);
-    return true;
-  }
-  const seen = heads.get(queue);
-  if (seen?.id !== head.id) heads.set(queue, { id: head.id, since: now });
-  return now - (heads.get(queue)?.since ?? now) <= deps.policy.claimTimeoutSeconds * 1000;
-}
-
-/**
- * Whether the Running step's request still waits, unread and unlocked, in its Agent's queue (its
- * TTL outlives its complete-by for this: unreadEvidenceMs), while that queue is being consumed. A
- * queue nobody consumes counts as usual, so an Agent that is down still ends in Error, not limbo.
- */
-async function requestNeverPickedUp(
-  deps: Dependencies,
-  orderId: string,
-  cache: Map<string, Promise<Set<string>>>,
-  log: Logger,
-): Promise<boolean> {
-  if (!deps.agentQueueBacklog) return false;
-  try {
-    const stored = await deps.store.load(orderId);
-    if (stored?.state.processState !== 'Processing') return false;
-    const i = stored.state.steps.findIndex((s) => s.status === 'Running');
-    if (i < 0) return false;
-    const step = stored.state.steps[i];
-    const queue = deps.workflow.steps[i].agent;
-    let ids = cache.get(queue);
-    if (!ids) {
-      const backlog = deps.agentQueueBacklog(queue);
-      ids = backlog
-        .oldestWaiting()
-        .then(async (head) =>
-          consumed(deps, queue, head) ? backlog.waitingMessageIds() : new Set<string>(),
-        );
-      cache.set(queue, ids);
-    }
-    return (await ids).has(dispatchMessageId(orderId, step.name, step.attempt, 'do', stored.state.run));
-  } catch (e) {
-    log.warn('agent queue unknown; the timeout counts', { orderId, error: (e as Error).message });
-    return false;
-  }
-}
+/** The oldest waiting scheduler message this process saw, and since when it has been the oldest. */
+let lastHead: { id: string; since: number } | undefined;
 
 /**
  * When the oldest message still waiting on the scheduler queue was enqueued (undefined: none, or
@@ -135,11 +84,13 @@ async function schedulerBacklogSince(deps: Dependencies, log: Logger): Promise<D
     log.warn('scheduler backlog unknown; sweeping without it', { error: (e as Error).message });
     return undefined;
   }
+  const now = deps.clock.now().getTime();
   if (head === undefined) {
-    heads.delete(queues.scheduler);
+    lastHead = undefined;
     return undefined;
   }
-  if (!consumed(deps, queues.scheduler, head)) {
+  if (lastHead?.id !== head.id) lastHead = { id: head.id, since: now };
+  if (now - lastHead.since > deps.policy.claimTimeoutSeconds * 1000) {
     log.warn('the scheduler queue is not being consumed; timeouts are not postponed', {
       oldestWaiting: head.enqueuedAt.toISOString(),
     });
@@ -168,7 +119,6 @@ export async function runSupervisor(
   const report: SweepReport = {
     candidates: 0,
     postponed: 0,
-    redispatched: 0,
     examined: 0,
     repaired: 0,
     retried: 0,
@@ -192,22 +142,16 @@ export async function runSupervisor(
       oldestWaiting: waitingSince?.toISOString(),
     });
   const queue = due.map((c) => c.orderId);
-  const waitingIds = new Map<string, Promise<Set<string>>>();
   const worker = async () => {
     for (let orderId = queue.shift(); orderId !== undefined; orderId = queue.shift()) {
       try {
-        const neverPickedUp = await requestNeverPickedUp(deps, orderId, waitingIds, log);
-        const result = await applyEvent(deps, orderId, {
-          type: 'TimedOut',
-          ...(neverPickedUp ? { neverPickedUp: true } : {}),
-        });
+        const result = await applyEvent(deps, orderId, { type: 'TimedOut' });
         if (result.kind !== 'applied') {
           report.alreadyMoved += 1;
           continue;
         }
         const { state } = result;
-        if (neverPickedUp && state.processState === 'Processing') report.redispatched += 1;
-        else if (state.processState === 'Pending') report.retried += 1;
+        if (state.processState === 'Pending') report.retried += 1;
         else report.gaveUp += 1;
         log.warn(
           state.processState === 'Pending' ? 'complete-by passed; retrying' : 'complete-by passed; giving up',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
-import { dispatchMessageId, processOrderMessageId } from '../../shared/domain/index.js';
+import { processOrderMessageId } from '../../shared/domain/index.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { InFlightIndex } from '../../shared/stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
@@ -229,38 +229,6 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     const report = await runSupervisor(gated, context('supervisor'));
     assert.deepEqual([report.postponed, report.retried], [0, 1]);
     assert.equal((await load(deps, orderId)).state.failureCount, 1);
-  });
-
-  it('a request that waited out its time unread in the Agent queue is dispatched again, no failure; a taken one counts', async () => {
-    const deps = await freshDeps(infra);
-    const gated: TestDeps = {
-      ...deps,
-      agentQueueBacklog: (queue) => new ServiceBusQueueBacklog(infra.client, queue),
-    };
-    const orderId = await submitted(deps);
-    await deliver(deps, processOrder(orderId), 'claim-1');
-    deps.clock.advanceSeconds(61);
-    const report = await runSupervisor(gated, context('supervisor'));
-    assert.deepEqual([report.redispatched, report.retried], [1, 0]);
-    let { state } = await load(deps, orderId);
-    assert.deepEqual([state.processState, state.failureCount, state.steps[0].attempt], ['Processing', 0, 2]);
-    // An Agent takes attempt 2 (it holds the lock) and runs out of time: that is a failure.
-    const agent = infra.client.createReceiver(queues.inventoryAgent);
-    const attempt2 = dispatchMessageId(orderId, 'inventory', 2, 'do', 1);
-    let taken = false;
-    for (let i = 0; i < 20 && !taken; i++) {
-      for (const m of await agent.receiveMessages(50, { maxWaitTimeInMs: 500 })) {
-        if (m.messageId === attempt2) taken = true;
-        else await agent.abandonMessage(m);
-      }
-    }
-    assert.ok(taken, 'attempt 2 was on the agent queue');
-    deps.clock.advanceSeconds(61);
-    const later = await runSupervisor(gated, context('supervisor'));
-    await agent.close();
-    assert.deepEqual([later.redispatched, later.retried], [0, 1]);
-    ({ state } = await load(deps, orderId));
-    assert.deepEqual([state.processState, state.failureCount], ['Pending', 1]);
   });
 
   it('an early claim is deferred, never dropped, whatever the clocks', async () => {

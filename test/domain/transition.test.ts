@@ -355,17 +355,6 @@ test('a claim timeout is waiting, not failing: same message id, no failure, howe
   assert.equal(p.processState, 'Pending');
 });
 
-test('a request no Agent ever picked up is dispatched again without counting a failure', () => {
-  const d = apply(fx.Processing, { type: 'TimedOut', neverPickedUp: true }, at(62));
-  assert.equal(d.state.processState, 'Processing');
-  assert.equal(d.state.failureCount, 0);
-  assert.deepEqual([d.state.steps[0].status, d.state.steps[0].attempt], ['Running', 2]);
-  assert.deepEqual(d.state.completeBy, at(62 + policy.stepTimeoutSeconds));
-  assert.deepEqual(kinds(d.commands), ['Dispatch:inventory:do:2']);
-  // The same timeout with the request taken (and the Agent out of time) is a failure.
-  assert.equal(apply(fx.Processing, { type: 'TimedOut' }, at(62)).state.failureCount, 1);
-});
-
 test('healing re-sends the status events the recorded state implies: received, failed', () => {
   const ids = (s: OrderState) => outstandingCommands(orderWorkflow, s, s.updatedAt).map((c) => c.messageId);
   assert.ok(ids(fx.Pending).includes(`${orderId}:status:received`));

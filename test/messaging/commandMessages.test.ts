@@ -7,7 +7,7 @@ import {
   type Order,
   type DispatchStep,
 } from '../../shared/domain/index.js';
-import { toMessage, poisonAlert, unreadEvidenceMs } from '../../shared/messaging/commandMessages.js';
+import { toMessage, poisonAlert } from '../../shared/messaging/commandMessages.js';
 import { agentRequestSchema, parseMessage, processOrderSchema } from '../../shared/messaging/contracts.js';
 
 const orderId = '3f2b8c1e-9a4d-4e5f-8b6a-1c2d3e4f5a6b';
@@ -31,12 +31,12 @@ function claimed() {
   return decide(orderWorkflow, submitted.state, { type: 'Claim', by: 'inv-1' }, now, policy);
 }
 
-test('a dispatch becomes a valid agent request whose TTL ends a fixed evidence window after complete-by', () => {
+test('a dispatch becomes a valid agent request whose TTL ends at complete-by', () => {
   const dispatch = claimed().commands.find((c): c is DispatchStep => c.type === 'DispatchStep')!;
   const { entity, message } = toMessage(dispatch, order, now);
   assert.equal(entity, 'agent-inventory');
   assert.equal(message.messageId, dispatch.messageId);
-  assert.equal(message.timeToLiveMs, 30_000 + unreadEvidenceMs);
+  assert.equal(message.timeToLiveMs, 30_000);
   assert.equal(message.scheduledEnqueueTime, undefined);
   const parsed = parseMessage(agentRequestSchema, message.body);
   assert.ok(parsed.ok);
