@@ -581,6 +581,8 @@ export async function runServiceBusWithClockSkew(ctx: ChaosContext, skewMs: numb
   });
   await ctx.stack.killHost('SIGTERM');
   await ctx.stack.startHost();
+  // Let the new host's receivers attach before orders arrive: the clocks are under test, not a cold start.
+  await sleep(2000);
 }
 
 /**

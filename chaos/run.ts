@@ -96,7 +96,9 @@ async function runOnStack(
   started: number,
 ): Promise<ScenarioRow> {
   const settings = { ...chaosSettings, ...scenario.settings };
-  const bound = lostOrderBound(settings, orderWorkflow.steps.length, scenario.outageSeconds ?? 0);
+  const outage =
+    typeof scenario.outageSeconds === 'function' ? scenario.outageSeconds(n) : (scenario.outageSeconds ?? 0);
+  const bound = lostOrderBound(settings, orderWorkflow.steps.length, outage);
   const ctx = await openContext({
     persistent: scenario.persistent,
     settings: scenario.settings,

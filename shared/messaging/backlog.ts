@@ -1,4 +1,5 @@
-import type { ServiceBusClient } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusReceiver } from '@azure/service-bus';
+import Long from 'long';
 
 /**
  * How far behind a queue's consumers are: the enqueue time of the oldest message still waiting
@@ -20,13 +21,26 @@ export class ServiceBusQueueBacklog implements QueueBacklog {
     private readonly maxPages = 5,
   ) {}
 
+  /**
+   * Peeks from the head, page by page. The SDK keeps a peek cursor per entity (shared by every
+   * receiver of the client), so each page names its first sequence number explicitly.
+   */
+  private async *pages(receiver: ServiceBusReceiver) {
+    let from = Long.ZERO;
+    for (let page = 0; page < this.maxPages; page++) {
+      const batch = await receiver.peekMessages(100, { fromSequenceNumber: from });
+      if (batch.length === 0) return;
+      yield batch;
+      const last = batch[batch.length - 1].sequenceNumber;
+      if (batch.length < 100 || last === undefined) return;
+      from = Long.fromValue(last).add(1);
+    }
+  }
+
   async oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined> {
-    // A fresh receiver peeks from the head; a kept one would continue after its last peek.
     const receiver = this.client.createReceiver(this.queue);
     try {
-      for (let page = 0; page < this.maxPages; page++) {
-        const batch = await receiver.peekMessages(100);
-        if (batch.length === 0) return undefined;
+      for await (const batch of this.pages(receiver)) {
         const waiting = batch.filter((m) => m.state === 'active' && m.enqueuedTimeUtc !== undefined);
         if (waiting.length === 0) continue;
         const oldest = waiting.reduce((a, b) => (b.enqueuedTimeUtc! < a.enqueuedTimeUtc! ? b : a));

@@ -192,6 +192,9 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     deps.clock.advanceSeconds(61);
     const report = await runSupervisor(gated, context('supervisor'));
     assert.deepEqual([report.candidates, report.postponed, report.retried], [1, 1, 0]);
+    // Still waiting a sweep later (each peek starts at the head again): still postponed.
+    deps.clock.advanceSeconds(1);
+    assert.equal((await runSupervisor(gated, context('supervisor'))).postponed, 1);
     let { state } = await load(deps, orderId);
     assert.deepEqual([state.processState, state.failureCount], ['Processing', 0]);
     // The Scheduler catches up and applies the reply: the order moves on, no failure counted.
