@@ -32,6 +32,7 @@ export const repoRoot = resolve(__dirname, '..', '..');
 /** The app settings every scenario runs with (short, so a quick run stays quick). */
 export const chaosSettings = {
   STEP_TIMEOUT_SECONDS: '3',
+  CLAIM_TIMEOUT_SECONDS: '3',
   SUPERVISOR_SCHEDULE: '*/1 * * * * *',
   FAILURE_SOFT_THRESHOLD: '2',
   FAILURE_HARD_THRESHOLD: '4',
@@ -252,12 +253,7 @@ export async function submitOrder(
 export async function submitWithoutMessage(ctx: ChaosContext, skus: string[]): Promise<string> {
   const orderId = randomUUID();
   const now = new Date();
-  const policy = makePolicy({
-    stepTimeoutSeconds: Number(chaosSettings.STEP_TIMEOUT_SECONDS),
-    failureSoftThreshold: Number(chaosSettings.FAILURE_SOFT_THRESHOLD),
-    failureHardThreshold: Number(chaosSettings.FAILURE_HARD_THRESHOLD),
-    extendedBackoffSeconds: Number(chaosSettings.EXTENDED_BACKOFF_SECONDS),
-  });
+  const policy = chaosPolicy();
   const body = orderBody(skus) as Pick<Order, 'customerId' | 'items' | 'shippingAddress'>;
   const order: Order = { orderId, ...body, requestHash: 'chaos-direct', createdAt: now };
   const decision = decide(orderWorkflow, null, { type: 'Submit', orderId }, now, policy);
@@ -265,6 +261,44 @@ export async function submitWithoutMessage(ctx: ChaosContext, skus: string[]): P
   ctx.attempted.add(orderId);
   ctx.submitted.set(orderId, { orderId, at: now.getTime(), viaStore: true, skus });
   return orderId;
+}
+
+/**
+ * A submission that stalls between its two writes (the in-flight index put, then the order's
+ * transaction) for `stallMs`, long enough for sweeps to run in between, and then dies before its
+ * process-order message: the real StateStore.submit on a store whose index put is followed by the
+ * stall. Only the Supervisor can find the order, and only through its index row.
+ */
+export async function submitStalled(ctx: ChaosContext, skus: string[], stallMs: number): Promise<string> {
+  const store = await StateStore.open({
+    kind: 'connectionString',
+    connectionString: ctx.stack.env.StateStoreConnection,
+  });
+  const put = store.index.put.bind(store.index);
+  store.index.put = async (orderId, checkAfter) => {
+    const etag = await put(orderId, checkAfter);
+    await sleep(stallMs);
+    return etag;
+  };
+  const orderId = randomUUID();
+  ctx.attempted.add(orderId);
+  const now = new Date();
+  const body = orderBody(skus) as Pick<Order, 'customerId' | 'items' | 'shippingAddress'>;
+  const order: Order = { orderId, ...body, requestHash: 'chaos-stalled', createdAt: now };
+  const decision = decide(orderWorkflow, null, { type: 'Submit', orderId }, now, chaosPolicy());
+  await store.submit(order, decision.state);
+  ctx.submitted.set(orderId, { orderId, at: Date.now(), viaStore: true, skus });
+  return orderId;
+}
+
+function chaosPolicy() {
+  return makePolicy({
+    stepTimeoutSeconds: Number(chaosSettings.STEP_TIMEOUT_SECONDS),
+    claimTimeoutSeconds: Number(chaosSettings.CLAIM_TIMEOUT_SECONDS),
+    failureSoftThreshold: Number(chaosSettings.FAILURE_SOFT_THRESHOLD),
+    failureHardThreshold: Number(chaosSettings.FAILURE_HARD_THRESHOLD),
+    extendedBackoffSeconds: Number(chaosSettings.EXTENDED_BACKOFF_SECONDS),
+  });
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -390,8 +424,9 @@ export async function crashHost(ctx: ChaosContext, downMs = 300): Promise<void> 
 export async function addHost(
   ctx: ChaosContext,
   env: Record<string, string> = {},
+  appRoot: string = ctx.appRoot,
 ): Promise<SpawnedLocalHost> {
-  const host = await spawnLocalHost({ appRoot: ctx.appRoot, env: { ...ctx.stack.env, ...env }, httpPort: 0 });
+  const host = await spawnLocalHost({ appRoot, env: { ...ctx.stack.env, ...env }, httpPort: 0 });
   ctx.extraHosts.push(host);
   return host;
 }
@@ -455,17 +490,29 @@ export interface ServiceBusProcess extends ServiceBusEmulator {
 
 const emulatorCli = resolve(__dirname, '..', 'emulators', 'servicebus', 'cli.js');
 
-/** Starts `cli.js --data <dataDir> --port <port>` and resolves once it listens. */
+/**
+ * Starts `cli.js [--data <dataDir>] --port <port>` and resolves once it listens; `env` reaches the
+ * child (broker-clock-ahead shifts its clock with the clockSkew.js preload).
+ */
 export async function spawnServiceBusEmulator(
   ctx: ChaosContext,
   port: number,
-  dataDir: string,
+  dataDir: string | undefined,
+  env: Record<string, string> = {},
 ): Promise<ServiceBusProcess> {
   const config = join(ctx.appRoot, 'infra', 'servicebus-emulator', 'Config.json');
   const child = spawn(
     process.execPath,
-    [emulatorCli, '--config', config, '--port', String(port), '--data', dataDir, '--verbose'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      emulatorCli,
+      '--config',
+      config,
+      '--port',
+      String(port),
+      ...(dataDir === undefined ? [] : ['--data', dataDir]),
+      '--verbose',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
   );
   const lines: string[] = [];
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -518,6 +565,24 @@ export async function runServiceBusWithPersistence(ctx: ChaosContext): Promise<s
   await ctx.serviceBus.stop();
   ctx.serviceBus = await spawnServiceBusEmulator(ctx, port, dataDir);
   return dataDir;
+}
+
+/**
+ * Swaps the stack's in-memory emulator for one in its own process whose wall clock runs `skewMs`
+ * ahead of every host (the clockSkew.js preload), same port, before any order exists; the host is
+ * recycled so it starts with links to the new broker.
+ */
+export async function runServiceBusWithClockSkew(ctx: ChaosContext, skewMs: number): Promise<void> {
+  const port = ctx.serviceBus.port;
+  await ctx.serviceBus.stop();
+  ctx.serviceBus = await spawnServiceBusEmulator(ctx, port, undefined, {
+    NODE_OPTIONS: `--require ${require.resolve('./clockSkew.js')}`,
+    CHAOS_CLOCK_SKEW_MS: String(skewMs),
+  });
+  await ctx.stack.killHost('SIGTERM');
+  await ctx.stack.startHost();
+  // Let the new host's receivers attach before orders arrive: the clocks are under test, not a cold start.
+  await sleep(2000);
 }
 
 /**

@@ -19,10 +19,13 @@ import { scenarios, type Scenario } from './scenarios.js';
  * emulator and the demo services in this process), many orders, deliberate damage, a bounded drain,
  * then every invariant of DESIGN.md. One row per scenario and a last line `violations: N`.
  *
- *   npm run chaos               all scenarios, 100 orders each
+ *   npm run chaos               all scenarios, 200 orders each (at least 200 in a full run)
  *   npm run chaos -- --quick    the quick subset, 12 orders each
  *   options: --orders N, --only name[,name], --verbose
  */
+/** Orders per scenario in a full run; `--orders` may not go below it unless `--only` or `--quick`. */
+export const fullRunOrders = 200;
+
 export interface ChaosOptions {
   quick?: boolean;
   orders?: number;
@@ -93,7 +96,9 @@ async function runOnStack(
   started: number,
 ): Promise<ScenarioRow> {
   const settings = { ...chaosSettings, ...scenario.settings };
-  const bound = lostOrderBound(settings, orderWorkflow.steps.length, scenario.outageSeconds ?? 0);
+  const outage =
+    typeof scenario.outageSeconds === 'function' ? scenario.outageSeconds(n) : (scenario.outageSeconds ?? 0);
+  const bound = lostOrderBound(settings, orderWorkflow.steps.length, outage);
   const ctx = await openContext({
     persistent: scenario.persistent,
     settings: scenario.settings,
@@ -128,6 +133,20 @@ async function runOnStack(
       boundSeconds: bound.seconds,
     });
     result.violations.push(...(own?.violations ?? []));
+    // Faults the system must ride out may slow an order down, never end it.
+    const errors = result.byState.Error ?? 0;
+    if (scenario.recoverable && errors > 0) {
+      const sample = [...finals.values()]
+        .filter((s) => s.processState === 'Error')
+        .slice(0, 3)
+        .map(
+          (s) =>
+            `${s.orderId}: ${s.errorDetail} [${s.steps.map((st) => `${st.name} ${st.status} x${st.attempt}`).join(', ')}]`,
+        );
+      result.violations.push(
+        `recoverable faults only, yet ${errors} order(s) ended in Error, e.g. ${sample.join('; ')}`,
+      );
+    }
     if (ctx.refused > 0) note += `; ${ctx.refused} POSTs never acknowledged`;
     return {
       scenario: scenario.name,
@@ -193,10 +212,12 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
     lines.push(line);
     (options.out ?? ((l: string) => process.stdout.write(`${l}\n`)))(line);
   };
-  const n = options.orders ?? (options.quick ? 12 : 100);
+  const n = options.orders ?? (options.quick ? 12 : fullRunOrders);
   const chosen = scenarios.filter((s) =>
     options.only ? options.only.includes(s.name) : options.quick ? s.quick : true,
   );
+  if (!options.quick && !options.only && n < fullRunOrders)
+    throw new Error(`a full run uses at least ${fullRunOrders} orders per scenario (got ${n})`);
   if (chosen.length === 0) throw new Error(`no scenario matches ${options.only?.join(', ')}`);
   const bound = lostOrderBound(chaosSettings, orderWorkflow.steps.length);
   out(`chaos: ${options.quick ? 'quick' : 'full'} run, ${chosen.length} scenarios, ${n} orders each`);

@@ -4,6 +4,8 @@ import { faultSku } from '../local/remoteServices/index.js';
 import { queues } from '../shared/messaging/entities.js';
 import {
   addHost,
+  chaosSettings,
+  readQueues,
   crashHost,
   crashServiceBusKeepingData,
   proxyTables,
@@ -11,11 +13,14 @@ import {
   restartAzurite,
   restartServiceBusEmpty,
   runServiceBusWithPersistence,
+  runServiceBusWithClockSkew,
   sleep,
   submitOrder,
+  submitStalled,
   submitWithoutMessage,
   type ChaosContext,
 } from './harness.js';
+import { writeAppRootWithout } from './partialApp.js';
 import { writeShortLockAppRoot } from './shortLockApp.js';
 
 /**
@@ -26,11 +31,16 @@ export interface Scenario {
   name: string;
   /** Part of `--quick`. */
   quick: boolean;
+  /**
+   * Every fault it injects is one the system must ride out (crashes, restarts, backlogs, clocks,
+   * transient errors): the run then fails unless no order ends in Error.
+   */
+  recoverable: boolean;
   /** Azurite and the emulator keep their data in a folder (needed to restart Azurite). */
   persistent?: boolean;
   settings?: Record<string, string>;
-  /** Seconds of deliberate outage, added to the lost-order bound. */
-  outageSeconds?: number;
+  /** Seconds of deliberate outage (or overload, by order count), added to the lost-order bound. */
+  outageSeconds?: number | ((orders: number) => number);
   /** Builds the app root the stack runs (removed after the scenario); default this repo. */
   appRoot?: () => string;
   /** The stack's log lines reach `ctx.onLog` listeners. */
@@ -107,10 +117,43 @@ async function everyOrderProcessedFirstTime(
   return { violations, note: `${ctx.submitted.size - notProcessed} Processed, ${retried} retried` };
 }
 
+/** scheduler-backlog: longer than the hard threshold's worth of claim timeouts, plus a margin. */
+const backlog = {
+  outageSeconds:
+    Number(chaosSettings.FAILURE_HARD_THRESHOLD) * Number(chaosSettings.CLAIM_TIMEOUT_SECONDS) + 6,
+};
+
+/** burst: orders per scenario order. */
+const burstFactor = 3;
+
+/** Which steps needed more than one attempt, e.g. " (steps retried: inventory 3)"; "" when none. */
+async function retriedSteps(ctx: ChaosContext): Promise<string> {
+  const counts: Record<string, number> = {};
+  for (const orderId of ctx.submitted.keys()) {
+    for (const st of (await ctx.store.load(orderId))?.state.steps ?? [])
+      if (st.attempt > 1) counts[st.name] = (counts[st.name] ?? 0) + 1;
+  }
+  const list = Object.entries(counts).map(([k, v]) => `${k} ${v}`);
+  return list.length ? ` (steps retried: ${list.join(', ')})` : '';
+}
+
+/** Every order Processed, never counted a failure, and no operator alert raised for it. */
+async function everyOrderProcessedUntouched(
+  ctx: ChaosContext,
+): Promise<{ violations: string[]; note: string }> {
+  const { violations, note } = await everyOrderProcessedFirstTime(ctx);
+  const retried = await retriedSteps(ctx);
+  const { alerts } = await readQueues(ctx);
+  const mine = alerts.filter((a) => a.orderId !== undefined && ctx.submitted.has(a.orderId));
+  if (mine.length > 0) violations.push(`${mine.length} operator alert(s) for its orders`);
+  return { violations, note: `${note}${retried}, ${mine.length} alerts` };
+}
+
 export const scenarios: Scenario[] = [
   {
     name: 'baseline',
     quick: false,
+    recoverable: true,
     what: 'no faults: the yardstick for the others; every order must end Processed at its first try',
     async run(ctx, n) {
       await submitMany(ctx, n, [[]], 50);
@@ -121,6 +164,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'soak',
     quick: false,
+    recoverable: true,
     what:
       'no faults, 7 x the orders through one host (700 in a full run: about 2,800 deliveries on the ' +
       'scheduler queue, past the 2,048 at which a receive link once stalled); every order must end ' +
@@ -136,6 +180,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'host-sigkill-at-steps',
     quick: true,
+    recoverable: true,
     what:
       'SIGKILL of the only host while orders sit at every step boundary: each remote call is slowed ' +
       '(slow:700) so orders dwell in claim, agent call, reply and compensation; kills land at staggered times',
@@ -167,6 +212,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'crash-after-submit-write',
     quick: true,
+    recoverable: true,
     what:
       'a submission that died after its table transaction and before its process-order message: orders ' +
       'written through the store with no message; only the Supervisor can find them',
@@ -181,6 +227,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'duplicate-delivery',
     quick: true,
+    recoverable: true,
     what:
       'every message type delivered twice: process-order, agent requests and agent replies are copied ' +
       '(new MessageId, same body) as they appear, and copied again 5 s later (after the original was ' +
@@ -278,6 +325,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'competing-hosts',
     quick: true,
+    recoverable: true,
     what:
       'three hosts on the same Azurite and emulator: competing Schedulers, Agents and Supervisors (every ' +
       'host runs the timer); one of them SIGKILLed mid-run',
@@ -296,6 +344,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'azurite-restart',
     quick: false,
+    recoverable: true,
     persistent: true,
     outageSeconds: 5,
     what: 'Azurite (tables) stopped for ~3 s mid-flight and started again on its data folder',
@@ -310,6 +359,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'servicebus-restart-empty',
     quick: true,
+    recoverable: true,
     outageSeconds: 10,
     what:
       'the Service Bus emulator restarted mid-flight WITHOUT persistence: every queued message is lost, ' +
@@ -328,6 +378,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'servicebus-restart-host-kept',
     quick: false,
+    recoverable: false,
     outageSeconds: 10,
     what:
       'as above but the host is NOT recycled: shows what the invariants still guarantee while the ' +
@@ -342,6 +393,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'servicebus-sigkill-kept',
     quick: true,
+    recoverable: true,
     persistent: true,
     outageSeconds: 10,
     // Longer than the host takes to notice the broker is back (its watchdog looks every 5 s), so
@@ -387,6 +439,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'transient-30pct',
     quick: true,
+    recoverable: true,
     what: 'every remote service answers 30 % of requests with 503 (seeded)',
     async run(ctx, n) {
       for (const s of ['inventory', 'payment', 'shipping'] as const)
@@ -398,6 +451,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'transient-50pct',
     quick: false,
+    recoverable: true,
     what: 'every remote service answers 50 % of requests with 503 (seeded)',
     async run(ctx, n) {
       for (const s of ['inventory', 'payment', 'shipping'] as const)
@@ -409,6 +463,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'remote-faults-mix',
     quick: true,
+    recoverable: false,
     what:
       'permanent errors (compensation), a failing compensation (Error + alert), an agent hanging past ' +
       'complete-by, latency close to the deadline (2.6 s of 3 s), throttling and transient compensations',
@@ -429,6 +484,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'clock-skew',
     quick: false,
+    recoverable: true,
     what:
       'a second host whose wall clock runs 2.5 s ahead (Date shifted by a preload, NODE_OPTIONS; the app ' +
       'has no clock hook) and a third with STEP_TIMEOUT_SECONDS 6 instead of 3',
@@ -449,6 +505,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'table-write-lost-reply',
     quick: true,
+    recoverable: true,
     what:
       'a TCP proxy in front of Azurite forwards every 4th entity-group transaction ($batch) and drops ' +
       "the answer: the write commits, the host's client sees a reset and retries or re-reads",
@@ -464,6 +521,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'agent-past-lock',
     quick: true,
+    recoverable: true,
     settings: { STEP_TIMEOUT_SECONDS: String(pastLock.stepTimeoutSeconds) },
     appRoot: () =>
       writeShortLockAppRoot({
@@ -543,6 +601,89 @@ export const scenarios: Scenario[] = [
           `${watch.lockLost}, duplicates absorbed: charge ${c.chargesAbsorbed} refund ${c.refundsAbsorbed}, ` +
           `scheduler duplicates dropped ${c.schedulerDuplicates}`,
       };
+    },
+  },
+  {
+    name: 'scheduler-backlog',
+    quick: false,
+    recoverable: true,
+    outageSeconds: backlog.outageSeconds,
+    appRoot: () => writeAppRootWithout(repoRoot, ['scheduler']),
+    what:
+      'no Scheduler consumes for longer than hard threshold x claim timeout (the stack runs every ' +
+      'function but the Scheduler), then a full host comes: every order must end Processed with ' +
+      'FailureCount 0 and no alert',
+    async run(ctx, n) {
+      const started = Date.now();
+      await submitMany(ctx, n, [[]], 10);
+      await sleep(Math.max(0, backlog.outageSeconds * 1000 - (Date.now() - started)));
+      await addHost(ctx, {}, repoRoot);
+      return `no Scheduler for ${backlog.outageSeconds} s (hard ${chaosSettings.FAILURE_HARD_THRESHOLD} x claim timeout ${chaosSettings.CLAIM_TIMEOUT_SECONDS} s)`;
+    },
+    check: (ctx) => everyOrderProcessedUntouched(ctx),
+  },
+  {
+    name: 'burst',
+    quick: false,
+    recoverable: true,
+    // Deliberate overload: the drain may take as long as working through the burst does, at the
+    // ~5 orders/s a loaded 2-core machine sustains end to end.
+    outageSeconds: (n) => Math.ceil((burstFactor * n) / 5),
+    what:
+      `${burstFactor} x the orders, all POSTed at once, remote services instant: many times what the ` +
+      'Scheduler and Agents drain in one step timeout; every acknowledged order must end Processed',
+    async run(ctx, n) {
+      await Promise.all(Array.from({ length: burstFactor * n }, () => submitOrder(ctx, [])));
+      return `${burstFactor * n} orders at once`;
+    },
+    async check(ctx) {
+      let notProcessed = 0;
+      let retried = 0;
+      for (const orderId of ctx.submitted.keys()) {
+        const stored = await ctx.store.load(orderId);
+        if (stored?.state.processState !== 'Processed') notProcessed += 1;
+        if (stored && stored.state.failureCount > 0) retried += 1;
+      }
+      return {
+        violations:
+          notProcessed > 0 ? [`burst: ${notProcessed} acknowledged order(s) did not end Processed`] : [],
+        note: `${ctx.submitted.size - notProcessed} Processed, ${retried} with FailureCount > 0${await retriedSteps(ctx)}`,
+      };
+    },
+  },
+  {
+    name: 'broker-clock-ahead',
+    quick: false,
+    recoverable: true,
+    settings: { EXTENDED_BACKOFF_SECONDS: '8' },
+    what:
+      "the Service Bus emulator's wall clock 5 s ahead of every host (its own process with the " +
+      'clockSkew.js preload): scheduled retries arrive "early" by the hosts\' clocks; half the orders ' +
+      'hang at payment three times (so they pass the soft threshold and wait an 8 s back-off), ' +
+      'none may end in Error',
+    async run(ctx, n) {
+      await runServiceBusWithClockSkew(ctx, 5000);
+      await submitMany(ctx, n, [[faultSku('payment', 'hang', 3)], []], 50);
+      return 'broker clock +5 s; payment hangs 3 times for half the orders; back-off 8 s';
+    },
+  },
+  {
+    name: 'submission-stall',
+    quick: true,
+    recoverable: true,
+    what:
+      'submissions that stall 6 s between the in-flight index put and the order transaction (sweeps ' +
+      'run in between, the claim timeout of 3 s has passed) and then die before their process-order ' +
+      'message: only the Supervisor, through the index, can find them; plus ordinary orders',
+    async run(ctx, n) {
+      const stalled: Promise<unknown>[] = [];
+      for (let i = 0; i < n; i++) {
+        if (i % 2 === 0) stalled.push(submitStalled(ctx, [], 6000));
+        else await submitOrder(ctx, []);
+        await sleep(20);
+      }
+      await Promise.all(stalled);
+      return `${Math.ceil(n / 2)} submissions stalled 6 s between their writes, then no message`;
     },
   },
 ];

@@ -9,8 +9,9 @@ settings();
 const reconciledHours = new Set<number>();
 
 /**
- * The in-flight index repair reads every state row, so it runs at most once an hour per instance:
- * on the first sweep in minute 0 of each UTC hour, not on every cold start.
+ * The in-flight index repair reads every state row, so a pass starts at most once an hour per
+ * instance (the first sweep in minute 0 of each UTC hour, not every cold start); the runs after it
+ * carry the pass on, a bounded slice each, until it has read the whole table.
  */
 function shouldReconcile(now: Date): boolean {
   const hour = Math.floor(now.getTime() / 3_600_000);

@@ -44,6 +44,9 @@ param supervisorSchedule string = '*/30 * * * * *'
 @description('Seconds an Agent has to finish a step (the complete-by window).')
 param stepTimeoutSeconds string = '60'
 
+@description('Seconds a Pending order waits for a Scheduler before its claim is re-sent (never counted as a failure).')
+param claimTimeoutSeconds string = '60'
+
 @description('Failure count after which the Supervisor backs off before retrying.')
 param failureSoftThreshold string = '3'
 
@@ -164,6 +167,7 @@ module api 'app/api.bicep' = {
     shippingServiceUrl: shippingServiceUrl
     supervisorSchedule: supervisorSchedule
     stepTimeoutSeconds: stepTimeoutSeconds
+    claimTimeoutSeconds: claimTimeoutSeconds
     failureSoftThreshold: failureSoftThreshold
     failureHardThreshold: failureHardThreshold
     extendedBackoffSeconds: extendedBackoffSeconds

@@ -49,6 +49,7 @@ export const portFlags: ReadonlyArray<{ port: keyof StackPorts; flag: string; en
 export const tunableSettings = [
   settingNames.supervisorSchedule,
   settingNames.stepTimeoutSeconds,
+  settingNames.claimTimeoutSeconds,
   settingNames.failureSoftThreshold,
   settingNames.failureHardThreshold,
   settingNames.extendedBackoffSeconds,

@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadSettings, SettingsError } from '../shared/config/settings.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadSettings, readHostLimits, SettingsError, timeSpanSeconds } from '../shared/config/settings.js';
+import { duplicateDetectionWindowSeconds } from '../shared/messaging/entities.js';
 
 const base = {
   ServiceBusConnection:
@@ -68,4 +72,76 @@ test('STATUS_EVENTS: process level by default, step level on request, anything e
       e.setting === 'STATUS_EVENTS' &&
       /must be one of process, step, got "steps"/.test(e.message),
   );
+});
+
+const limits = { functionTimeoutSeconds: 600, maxAutoLockRenewalSeconds: 300, source: 'host.json' };
+
+test('CLAIM_TIMEOUT_SECONDS is its own setting, by default at least a minute', () => {
+  assert.equal(loadSettings(base).claimTimeoutSeconds, 60);
+  assert.equal(loadSettings({ ...base, STEP_TIMEOUT_SECONDS: '90' }).claimTimeoutSeconds, 90);
+  assert.equal(loadSettings({ ...base, CLAIM_TIMEOUT_SECONDS: '7' }).claimTimeoutSeconds, 7);
+  assert.throws(() => loadSettings({ ...base, CLAIM_TIMEOUT_SECONDS: '0' }), /CLAIM_TIMEOUT_SECONDS/);
+});
+
+test('a step timeout beyond the lock renewal or the duplicate-detection window fails naming both', () => {
+  assert.equal(loadSettings({ ...base, STEP_TIMEOUT_SECONDS: '300' }, limits).stepTimeoutSeconds, 300);
+  assert.throws(
+    () => loadSettings({ ...base, STEP_TIMEOUT_SECONDS: '301' }, limits),
+    (e: unknown) =>
+      e instanceof SettingsError &&
+      e.setting === 'STEP_TIMEOUT_SECONDS' &&
+      /maxAutoLockRenewalDuration/.test(e.message) &&
+      /300 s/.test(e.message),
+  );
+  assert.throws(
+    () =>
+      loadSettings({ ...base, STEP_TIMEOUT_SECONDS: '400' }, { ...limits, maxAutoLockRenewalSeconds: 900 }),
+    /STEP_TIMEOUT_SECONDS: 400 s exceeds the Service Bus duplicate-detection window of 300 s/,
+  );
+});
+
+test('a step timeout the host would cut off fails naming functionTimeout', () => {
+  assert.throws(
+    () => loadSettings({ ...base, STEP_TIMEOUT_SECONDS: '120' }, { ...limits, functionTimeoutSeconds: 120 }),
+    /STEP_TIMEOUT_SECONDS: 120 s is not below functionTimeout \(120 s/,
+  );
+});
+
+test("the limits are read from this repo's host.json, not assumed", () => {
+  const real = readHostLimits({});
+  const host = JSON.parse(readFileSync(join(real.source), 'utf8')) as {
+    functionTimeout: string;
+    extensions: { serviceBus: { maxAutoLockRenewalDuration: string } };
+  };
+  assert.equal(real.functionTimeoutSeconds, timeSpanSeconds(host.functionTimeout, 'x'));
+  assert.equal(
+    real.maxAutoLockRenewalSeconds,
+    timeSpanSeconds(host.extensions.serviceBus.maxAutoLockRenewalDuration, 'x'),
+  );
+  // With the repo's host.json (lock renewal 5 min) 3600 s, accepted before, is refused now.
+  assert.throws(() => loadSettings({ ...base, STEP_TIMEOUT_SECONDS: '3600' }), /maxAutoLockRenewalDuration/);
+});
+
+test('host.json TimeSpans parse, and a script root without host.json fails naming it', () => {
+  assert.equal(timeSpanSeconds('00:10:00', 'x'), 600);
+  assert.equal(timeSpanSeconds('1.00:00:30.5', 'x'), 86_430.5);
+  assert.equal(timeSpanSeconds('-1', 'x'), Infinity);
+  assert.throws(() => timeSpanSeconds('10m', 'host.json functionTimeout'), /host.json functionTimeout/);
+  const empty = mkdtempSync(join(tmpdir(), 'no-host-'));
+  try {
+    assert.throws(() => readHostLimits({ AzureWebJobsScriptRoot: empty }), /host.json: cannot be read/);
+  } finally {
+    rmSync(empty, { recursive: true, force: true });
+  }
+});
+
+test('the duplicate-detection window the check uses is the one every entity is configured with', () => {
+  const config = JSON.parse(
+    readFileSync(join(__dirname, '..', '..', 'infra', 'servicebus-emulator', 'Config.json'), 'utf8'),
+  ) as { UserConfig: { Namespaces: Array<{ Queues: Array<{ Properties: Record<string, unknown> }> }> } };
+  const windows = config.UserConfig.Namespaces.flatMap((ns) =>
+    ns.Queues.map((q) => q.Properties.DuplicateDetectionHistoryTimeWindow),
+  );
+  assert.ok(windows.length > 0);
+  for (const w of windows) assert.equal(w, `PT${duplicateDetectionWindowSeconds / 60}M`);
 });

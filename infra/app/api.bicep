@@ -16,6 +16,7 @@ param paymentServiceUrl string
 param shippingServiceUrl string
 param supervisorSchedule string
 param stepTimeoutSeconds string
+param claimTimeoutSeconds string
 param failureSoftThreshold string
 param failureHardThreshold string
 param extendedBackoffSeconds string
@@ -75,6 +76,7 @@ var appSettings = {
   SHIPPING_SERVICE_URL: shippingServiceUrl
   SUPERVISOR_SCHEDULE: supervisorSchedule
   STEP_TIMEOUT_SECONDS: stepTimeoutSeconds
+  CLAIM_TIMEOUT_SECONDS: claimTimeoutSeconds
   FAILURE_SOFT_THRESHOLD: failureSoftThreshold
   FAILURE_HARD_THRESHOLD: failureHardThreshold
   EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds

@@ -1,6 +1,7 @@
 import type { Clock, Policy, Workflow } from '../domain/index.js';
 import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
+import type { QueueBacklog } from '../messaging/backlog.js';
 import type { StateStore } from '../stateStore/index.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
@@ -12,4 +13,6 @@ export interface Dependencies {
   workflow: Workflow;
   /** Which order-status events are sent; absent means the setting's default, process level. */
   statusEvents?: StatusEventLevel;
+  /** The scheduler queue's backlog; without it the Supervisor assumes none (tests, tools). */
+  schedulerBacklog?: QueueBacklog;
 }

@@ -2,6 +2,8 @@ import { makePolicy, orderWorkflow, systemClock } from '../domain/index.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
+import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
+import { queues } from '../messaging/entities.js';
 import type { Dependencies } from './ports.js';
 
 /**
@@ -13,6 +15,7 @@ let current: Promise<Dependencies> | undefined;
 export function policyFrom(s: Settings) {
   return makePolicy({
     stepTimeoutSeconds: s.stepTimeoutSeconds,
+    claimTimeoutSeconds: s.claimTimeoutSeconds,
     failureSoftThreshold: s.failureSoftThreshold,
     failureHardThreshold: s.failureHardThreshold,
     extendedBackoffSeconds: s.extendedBackoffSeconds,
@@ -28,9 +31,14 @@ export function dependencies(): Promise<Dependencies> {
 }
 
 async function create(s: Settings): Promise<Dependencies> {
+  const bus = ServiceBusMessageBus.fromConnection(s.serviceBus);
   return {
-    store: await StateStore.open(s.stateStore),
-    bus: ServiceBusMessageBus.fromConnection(s.serviceBus),
+    store: await StateStore.open(s.stateStore, {
+      // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
+      indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
+    }),
+    bus,
+    schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,

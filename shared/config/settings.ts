@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { defaultStatusEventLevel, statusEventLevels, type StatusEventLevel } from '../domain/statusEvents.js';
+import { duplicateDetectionWindowSeconds } from '../messaging/entities.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -18,6 +21,7 @@ export const settingNames = {
   shippingUrl: 'SHIPPING_SERVICE_URL',
   supervisorSchedule: 'SUPERVISOR_SCHEDULE',
   stepTimeoutSeconds: 'STEP_TIMEOUT_SECONDS',
+  claimTimeoutSeconds: 'CLAIM_TIMEOUT_SECONDS',
   failureSoftThreshold: 'FAILURE_SOFT_THRESHOLD',
   failureHardThreshold: 'FAILURE_HARD_THRESHOLD',
   extendedBackoffSeconds: 'EXTENDED_BACKOFF_SECONDS',
@@ -37,10 +41,14 @@ export interface Settings {
   remoteServices: { inventory: string; payment: string; shipping: string };
   supervisorSchedule: string;
   stepTimeoutSeconds: number;
+  /** How long a Pending order may wait for a Scheduler before its claim is re-sent (never a failure). */
+  claimTimeoutSeconds: number;
   failureSoftThreshold: number;
   failureHardThreshold: number;
   extendedBackoffSeconds: number;
   statusEvents: StatusEventLevel;
+  /** host.json functionTimeout: no invocation (a stalled submission, say) outlives it. */
+  functionTimeoutSeconds?: number;
 }
 
 export class SettingsError extends Error {
@@ -120,8 +128,90 @@ function stateStore(env: Env): StateStoreConnection {
   );
 }
 
-/** Parses settings from an environment; throws SettingsError naming the first bad setting. */
-export function loadSettings(env: Env = process.env): Settings {
+/** The host.json limits a setting combination must fit in (seconds; Infinity when unlimited). */
+export interface HostLimits {
+  /** `functionTimeout`: the host stops an invocation (an Agent mid-call) after this. */
+  functionTimeoutSeconds: number;
+  /** `extensions.serviceBus.maxAutoLockRenewalDuration`: a message lock is renewed this long. */
+  maxAutoLockRenewalSeconds: number;
+  /** Where they were read from, for the error message. */
+  source: string;
+}
+
+/** Parses a host.json TimeSpan ("00:10:00", "1.02:00:00", "-1" for unlimited) into seconds. */
+export function timeSpanSeconds(value: unknown, name: string): number {
+  if (value === '-1' || value === -1) return Infinity;
+  const m =
+    typeof value === 'string' ? /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$/.exec(value) : null;
+  if (!m) throw new SettingsError(name, `is not a TimeSpan (hh:mm:ss): ${JSON.stringify(value)}`);
+  return Number(m[1] ?? 0) * 86_400 + Number(m[2]) * 3600 + Number(m[3]) * 60 + Number(m[4]);
+}
+
+/**
+ * Reads the limits from host.json: the script root's (AzureWebJobsScriptRoot, set by the Functions
+ * host) or else the one next to the compiled app. The Functions defaults apply to what it omits.
+ */
+export function readHostLimits(env: Env = process.env): HostLimits {
+  const root = read(env, 'AzureWebJobsScriptRoot') ?? resolve(__dirname, '..', '..', '..');
+  const source = join(root, 'host.json');
+  let host: {
+    functionTimeout?: unknown;
+    extensions?: { serviceBus?: { maxAutoLockRenewalDuration?: unknown } };
+  };
+  try {
+    host = JSON.parse(readFileSync(source, 'utf8')) as typeof host;
+  } catch (e) {
+    throw new SettingsError('host.json', `cannot be read at ${source}: ${(e as Error).message}`);
+  }
+  return {
+    // Consumption plan default; Flex and dedicated plans default higher, so this errs on the safe side.
+    functionTimeoutSeconds: timeSpanSeconds(host.functionTimeout ?? '00:05:00', 'host.json functionTimeout'),
+    maxAutoLockRenewalSeconds: timeSpanSeconds(
+      host.extensions?.serviceBus?.maxAutoLockRenewalDuration ?? '00:05:00',
+      'host.json extensions.serviceBus.maxAutoLockRenewalDuration',
+    ),
+    source,
+  };
+}
+
+/**
+ * Combinations that cannot work, whatever each value alone. An Agent runs until its step's
+ * complete-by: its message lock must be renewed that long (or a second Agent gets the request
+ * mid-call), the broker must still remember the request's MessageId (or a re-send is not absorbed),
+ * and the host must not stop the invocation first.
+ */
+export function checkAgainstLimits(s: Settings, limits: HostLimits): void {
+  const step = s.stepTimeoutSeconds;
+  const name = settingNames.stepTimeoutSeconds;
+  if (step > limits.maxAutoLockRenewalSeconds) {
+    throw new SettingsError(
+      name,
+      `${step} s exceeds the message lock renewal limit of ${limits.maxAutoLockRenewalSeconds} s ` +
+        `(extensions.serviceBus.maxAutoLockRenewalDuration in ${limits.source}): an Agent still working ` +
+        'would lose its message to a second Agent',
+    );
+  }
+  if (step > duplicateDetectionWindowSeconds) {
+    throw new SettingsError(
+      name,
+      `${step} s exceeds the Service Bus duplicate-detection window of ${duplicateDetectionWindowSeconds} s ` +
+        '(DuplicateDetectionHistoryTimeWindow): a re-sent request would no longer be absorbed',
+    );
+  }
+  if (step >= limits.functionTimeoutSeconds) {
+    throw new SettingsError(
+      name,
+      `${step} s is not below functionTimeout (${limits.functionTimeoutSeconds} s in ${limits.source}): ` +
+        'the host would stop an Agent before its complete-by',
+    );
+  }
+}
+
+/**
+ * Parses settings from an environment and checks them against each other and host.json; throws
+ * SettingsError naming the first bad setting (and the limit it breaks).
+ */
+export function loadSettings(env: Env = process.env, limits?: HostLimits): Settings {
   const soft = integer(env, settingNames.failureSoftThreshold, 3, 1, 100);
   const hard = integer(env, settingNames.failureHardThreshold, 5, 1, 100);
   if (hard < soft) {
@@ -130,7 +220,8 @@ export function loadSettings(env: Env = process.env): Settings {
       `must be at least ${settingNames.failureSoftThreshold} (${soft}), got ${hard}`,
     );
   }
-  return {
+  const stepTimeoutSeconds = integer(env, settingNames.stepTimeoutSeconds, 60, 1, 3600);
+  const loaded: Settings = {
     serviceBus: serviceBus(env),
     stateStore: stateStore(env),
     remoteServices: {
@@ -139,12 +230,22 @@ export function loadSettings(env: Env = process.env): Settings {
       shipping: url(env, settingNames.shippingUrl),
     },
     supervisorSchedule: read(env, settingNames.supervisorSchedule) ?? '*/30 * * * * *',
-    stepTimeoutSeconds: integer(env, settingNames.stepTimeoutSeconds, 60, 1, 3600),
+    stepTimeoutSeconds,
+    claimTimeoutSeconds: integer(
+      env,
+      settingNames.claimTimeoutSeconds,
+      Math.max(60, stepTimeoutSeconds),
+      1,
+      3600,
+    ),
     failureSoftThreshold: soft,
     failureHardThreshold: hard,
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
     statusEvents: oneOf(env, settingNames.statusEvents, statusEventLevels, defaultStatusEventLevel),
   };
+  const host = limits ?? readHostLimits(env);
+  checkAgainstLimits(loaded, host);
+  return { ...loaded, functionTimeoutSeconds: host.functionTimeoutSeconds };
 }
 
 let cached: Settings | undefined;

@@ -86,6 +86,24 @@ export function notifyCommand(state: OrderState, now: Date): NotifyScheduler {
   };
 }
 
+/**
+ * What a Pending order is owed: its process-order message and, before any failure in this run
+ * (right after a submit or a resubmit), its `received` event.
+ */
+export function pendingCommands(state: OrderState, now: Date): Command[] {
+  const commands: Command[] = [notifyCommand(state, now)];
+  if (state.failureCount === 0) commands.push(statusCommand(state, 'received', now));
+  return commands;
+}
+
+/** The `failed` event of the step a business refusal failed, while the order is being undone or after. */
+export function failedStepStatus(state: OrderState): Command[] {
+  if (state.compensationReason !== 'step-failed') return [];
+  const step = state.steps.find((s) => s.status === 'Failed');
+  if (!step) return [];
+  return [statusCommand(state, 'failed', state.updatedAt, step.name, step.lastError ?? undefined)];
+}
+
 export function statusCommand(
   state: OrderState,
   event: StatusEventName,

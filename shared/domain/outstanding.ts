@@ -1,5 +1,12 @@
 import type { Command } from './commands.js';
-import { alertCommand, delayUntil, dispatchCommand, notifyCommand, statusCommand } from './commandFactory.js';
+import {
+  alertCommand,
+  delayUntil,
+  dispatchCommand,
+  failedStepStatus,
+  pendingCommands,
+  statusCommand,
+} from './commandFactory.js';
 import type { OrderState } from './state.js';
 import type { Workflow } from './workflow.js';
 
@@ -13,7 +20,7 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
   const find = (status: string): number => state.steps.findIndex((s) => s.status === status);
   switch (state.processState) {
     case 'Pending':
-      return [notifyCommand(state, now)];
+      return pendingCommands(state, now);
     case 'Processing': {
       const i = find('Running');
       if (i < 0) return [];
@@ -21,7 +28,7 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
       return [...stepCompletedBefore(state, i), dispatchCommand(workflow, state, i, 'do', 0)];
     }
     case 'Compensating': {
-      const commands: Command[] = [];
+      const commands: Command[] = [...failedStepStatus(state)];
       if (state.errorCode !== null) commands.push(alertCommand(state, state.updatedAt));
       commands.push(
         statusCommand(
@@ -43,6 +50,7 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
       ];
     case 'Compensated':
       return [
+        ...failedStepStatus(state),
         statusCommand(
           state,
           'compensated',
@@ -53,6 +61,7 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
       ];
     case 'Error':
       return [
+        ...failedStepStatus(state),
         alertCommand(state, state.updatedAt),
         statusCommand(state, 'error', state.updatedAt, undefined, state.errorDetail ?? undefined),
       ];

@@ -1,5 +1,11 @@
 import type { Command } from './commands.js';
-import { alertCommand, dispatchCommand, notifyCommand, statusCommand } from './commandFactory.js';
+import {
+  alertCommand,
+  dispatchCommand,
+  notifyCommand,
+  pendingCommands,
+  statusCommand,
+} from './commandFactory.js';
 import { addSeconds } from './clock.js';
 import { TransitionRefused } from './errors.js';
 import type { OrderEvent } from './events.js';
@@ -243,6 +249,10 @@ class Transition {
       this.compensationTimedOut();
       return;
     }
+    if (this.s.processState === 'Pending') {
+      this.claimTimedOut();
+      return;
+    }
     const running = this.s.steps.findIndex((st) => st.status === 'Running');
     if (running >= 0) {
       const step = this.s.steps[running];
@@ -266,6 +276,19 @@ class Transition {
     // notifyCommand reads updatedAt to tell a back-off from an immediate retry.
     this.s.updatedAt = this.now;
     this.commands.push(notifyCommand(this.s, this.now));
+  }
+
+  /**
+   * Nobody claimed the order in time: a busy or absent Scheduler, or a lost process-order message.
+   * Waiting is not failing, so the failure count stays. The order is due now (any back-off has
+   * ended) and its process-order message goes out again under the id the recorded state implies:
+   * a copy still queued absorbs it (duplicate detection), so re-sends do not pile up.
+   */
+  private claimTimedOut(): void {
+    this.s.scheduledFor = this.now;
+    this.s.completeBy = addSeconds(this.now, this.policy.claimTimeoutSeconds);
+    this.s.updatedAt = this.now;
+    this.commands.push(...pendingCommands(this.s, this.now));
   }
 
   private compensationTimedOut(): void {

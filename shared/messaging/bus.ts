@@ -53,7 +53,7 @@ export class ServiceBusMessageBus implements MessageBus {
   readonly counters: BusCounters = { sends: 0, messages: 0 };
   private readonly senders = new Map<string, ServiceBusSender>();
 
-  constructor(private readonly client: ServiceBusClient) {}
+  constructor(readonly client: ServiceBusClient) {}
 
   static fromConnection(connection: ServiceBusConnection): ServiceBusMessageBus {
     return new ServiceBusMessageBus(createServiceBusClient(connection));

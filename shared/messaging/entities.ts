@@ -21,3 +21,9 @@ export const topics = {
 
 /** The app setting (connection prefix) that names the Service Bus namespace for triggers and clients. */
 export const serviceBusConnectionSetting = 'ServiceBusConnection';
+
+/**
+ * DuplicateDetectionHistoryTimeWindow of every entity (PT5M in infra/servicebus-emulator/Config.json,
+ * which infra/app/servicebus-entities.bicep deploys): a re-send within it is absorbed.
+ */
+export const duplicateDetectionWindowSeconds = 300;

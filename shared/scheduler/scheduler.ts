@@ -1,5 +1,6 @@
 import type { InvocationContext } from '@azure/functions';
 import { outstandingCommands, outstandingStep, type OrderEvent, type OrderState } from '../domain/index.js';
+import { notifyCommand } from '../domain/commandFactory.js';
 import { applyEvent, type ApplyResult } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
@@ -37,9 +38,12 @@ export async function handleSchedulerMessage(
   }
   const message = parsed.value;
   const log = baseLog.with({ orderId: message.orderId });
+  const messageId = context.triggerMetadata?.messageId;
   const result =
     message.type === 'process-order'
-      ? await applyEvent(deps, message.orderId, { type: 'Claim', by: context.invocationId }, notBeforeBackoff)
+      ? await applyEvent(deps, message.orderId, { type: 'Claim', by: context.invocationId }, (state, now) =>
+          notBeforeBackoff(state, now, typeof messageId === 'string' ? messageId : undefined),
+        )
       : await applyEvent(deps, message.orderId, replyEvent(message));
   await settle(deps, message, result, log.with(message.type === 'agent-reply' ? replyFields(message) : {}));
 }
@@ -67,9 +71,14 @@ function replyFields(reply: AgentReplyMessage) {
   };
 }
 
-/** The Supervisor's delayed retry will wake the order; an early duplicate must not jump the queue. */
-function notBeforeBackoff(state: OrderState, now: Date): string | undefined {
+/**
+ * An early duplicate must not jump the back-off. But the order's own scheduled retry (the message
+ * id the recorded state implies) claims whenever it arrives: the broker decided it is due, and its
+ * clock may simply run ahead of this host's. Comparing clocks here would drop the only retry.
+ */
+function notBeforeBackoff(state: OrderState, now: Date, messageId: string | undefined): string | undefined {
   if (state.processState !== 'Pending' || state.scheduledFor === null) return undefined;
+  if (messageId !== undefined && messageId === notifyCommand(state, now).messageId) return undefined;
   return state.scheduledFor.getTime() - now.getTime() > earlyToleranceMs
     ? `backing off until ${state.scheduledFor.toISOString()}`
     : undefined;
@@ -81,9 +90,21 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
       // Submission writes before it sends, so this names no order we ever acknowledged.
       log.warn('message names no recorded order; dropped', { type: message.type });
       return;
-    case 'skipped':
-      log.info('claim skipped', { why: result.why });
+    case 'skipped': {
+      // Deferred, not dropped: the order's scheduled retry is sent again (same id, scheduled for
+      // the end of the back-off). If it is queued already, duplicate detection absorbs this copy;
+      // if the write that scheduled it died before sending, this is the retry now.
+      log.info('claim deferred to the end of the back-off', { why: result.why });
+      const now = deps.clock.now();
+      await carryOut(
+        deps,
+        outstandingCommands(deps.workflow, result.current.state, now),
+        result.current.order,
+        now,
+        log,
+      );
       return;
+    }
     case 'applied':
       log.info(message.type === 'process-order' ? 'claimed' : 'reply applied', {
         // A claim names the step it dispatched; a reply's step and attempt are in the logger already.

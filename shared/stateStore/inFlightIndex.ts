@@ -15,6 +15,11 @@ import { stateRowKey, type Row } from './rows.js';
  *   state row was checked: if anyone re-wrote the row in between, the delete fails (412) and the
  *   row stays; on the hot path the ETag is the one the order's own put returned, kept in its
  *   state row, so the finishing save removes the row in one request (`removeAsWritten`);
+ * - a row whose order has no state row, or a terminal one, is removed by the sweep only when its
+ *   last put (PutAt) is older than the grace: a submission stalled between its put and its
+ *   transaction, or a resubmit between its first put and its state write, cannot outlive the host's
+ *   functionTimeout, so a younger row may still be about to be needed (and its writer may die before
+ *   putting it again);
  * - CheckAfter is a hint of when the order's complete-by may have passed. Scheduler transitions
  *   never touch it; the sweep pushes it forward lazily when it finds the deadline moved.
  *
@@ -45,13 +50,21 @@ export interface ReconcileResult {
   continuationToken?: string;
 }
 
-type IndexRow = Row & { CheckAfter?: Date };
+type IndexRow = Row & { CheckAfter?: Date; PutAt?: Date };
+
+/** The reconcile pass's cursor: a partition no order id maps to, and no CheckAfter, so no sweep reads it. */
+const cursorRow = { partitionKey: 'reconcile', rowKey: 'cursor' };
+
+/** Default grace: host.json's functionTimeout (10 min), the longest a writer can stall. */
+export const defaultIndexGraceSeconds = 600;
 
 export class InFlightIndex {
   constructor(
     readonly table: TableClient,
     private readonly orders: TableClient,
     private readonly metrics: StoreMetrics,
+    /** How long after its put a row without a live order is still kept (see the header). */
+    readonly graceSeconds: number = defaultIndexGraceSeconds,
   ) {}
 
   static partitionFor(orderId: string): string {
@@ -62,9 +75,14 @@ export class InFlightIndex {
    * Adds (or refreshes) an order's row. Upsert is right here: the index is a hint, not state.
    * Returns the row's new ETag, which the state store keeps with the order (see `removeAsWritten`).
    */
-  async put(orderId: string, checkAfter: Date): Promise<string | undefined> {
+  async put(orderId: string, checkAfter: Date, writtenAt: Date = new Date()): Promise<string | undefined> {
     const response = await this.table.upsertEntity(
-      { partitionKey: InFlightIndex.partitionFor(orderId), rowKey: orderId, CheckAfter: checkAfter },
+      {
+        partitionKey: InFlightIndex.partitionFor(orderId),
+        rowKey: orderId,
+        CheckAfter: checkAfter,
+        PutAt: writtenAt,
+      },
       'Replace',
     );
     return response.etag;
@@ -132,6 +150,8 @@ export class InFlightIndex {
     const orderId = row.rowKey;
     const state = await this.getStateRow(orderId);
     if (state === null || isTerminal(state.ProcessState as ProcessState)) {
+      const putAt = row.PutAt instanceof Date ? row.PutAt.getTime() : -Infinity;
+      if (now.getTime() - putAt < this.graceSeconds * 1000) return 'kept';
       // Conditional on the ETag we read before looking at the state row (see the header).
       try {
         await this.table.deleteEntity(row.partitionKey, row.rowKey, { etag: row.etag });
@@ -194,6 +214,32 @@ export class InFlightIndex {
     }
     if (token) result.continuationToken = token;
     return result;
+  }
+
+  /**
+   * Where an unfinished reconcile pass stopped: null when no pass is under way, else the
+   * continuation token to resume from (undefined: from the start). Kept in the index table itself,
+   * so every Supervisor instance, and the next one after a restart, carries on the same pass.
+   */
+  async reconcileCursor(): Promise<{ token?: string } | null> {
+    try {
+      const row = await this.table.getEntity<{ Token?: string }>(cursorRow.partitionKey, cursorRow.rowKey);
+      return typeof row.Token === 'string' && row.Token !== '' ? { token: row.Token } : {};
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Records where the pass stopped; `done` ends it. */
+  async saveReconcileCursor(cursor: { token?: string } | 'done'): Promise<void> {
+    if (cursor === 'done') {
+      await this.table.deleteEntity(cursorRow.partitionKey, cursorRow.rowKey).catch((e: unknown) => {
+        if (httpStatusOf(e) !== 404) throw e;
+      });
+      return;
+    }
+    await this.table.upsertEntity({ ...cursorRow, Token: cursor.token ?? '' }, 'Replace');
   }
 
   private async getIndexRow(orderId: string): Promise<IndexRow | null> {

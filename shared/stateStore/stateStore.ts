@@ -46,6 +46,8 @@ export interface StateStoreOptions {
   credential?: TokenCredential;
   /** Reads-and-decides applyWithRetry makes before giving up (default 5). */
   maxConflictAttempts?: number;
+  /** The in-flight index's grace for rows without a live order (default host.json's 10 min). */
+  indexGraceSeconds?: number;
 }
 
 export interface Page<T> {
@@ -68,8 +70,9 @@ export class StateStore {
     inFlight: TableClient,
     readonly metrics: StoreMetrics,
     private readonly maxConflictAttempts: number,
+    indexGraceSeconds?: number,
   ) {
-    this.index = new InFlightIndex(inFlight, orders, metrics);
+    this.index = new InFlightIndex(inFlight, orders, metrics, indexGraceSeconds);
   }
 
   /** Connects and creates the tables on first use. */
@@ -83,7 +86,13 @@ export class StateStore {
       options.credential,
     );
     await Promise.all([ensureTable(orders), ensureTable(inFlight)]);
-    return new StateStore(orders, inFlight, metrics, options.maxConflictAttempts ?? 5);
+    return new StateStore(
+      orders,
+      inFlight,
+      metrics,
+      options.maxConflictAttempts ?? 5,
+      options.indexGraceSeconds,
+    );
   }
 
   /**
@@ -95,7 +104,11 @@ export class StateStore {
     assertOrderId(order.orderId);
     if (initial.orderId !== order.orderId) throw new Error('order and state name different orders');
     if (isTerminal(initial.processState)) throw new Error('a new order cannot start terminal');
-    const indexEtag = await this.index.put(initial.orderId, initial.completeBy ?? new Date());
+    const indexEtag = await this.index.put(
+      initial.orderId,
+      initial.completeBy ?? new Date(),
+      initial.updatedAt,
+    );
     const actions: TransactionAction[] = [
       ['create', orderToRow(order, initial.workflow)],
       ['create', withIndexEtag(stateToRow(initial), indexEtag)],
@@ -164,7 +177,7 @@ export class StateStore {
     // after, see below).
     // The index row's ETag travels in the state row (Replace would drop it otherwise).
     let indexEtag = current.etags.index;
-    if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date());
+    if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
 
     const actions: TransactionAction[] = [
       ['update', withIndexEtag(stateToRow(next), indexEtag), 'Replace', { etag: current.etags.state }],
@@ -199,7 +212,7 @@ export class StateStore {
 
     // The second put changes the row's ETag: the state row's copy is then stale, and the
     // finishing save takes the careful path (read, check, delete) for this run.
-    if (reopening) await this.index.put(orderId, next.completeBy ?? new Date());
+    if (reopening) await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
     if (finishing) await this.index.removeAsWritten(orderId, indexEtag).catch(() => undefined); // the sweep repairs
     return stored;
   }

@@ -4,6 +4,8 @@ import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
 import { processOrderMessageId } from '../../shared/domain/index.js';
 import { queues } from '../../shared/messaging/entities.js';
+import { InFlightIndex } from '../../shared/stateStore/index.js';
+import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
 import {
   context,
   freshDeps,
@@ -149,14 +151,143 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     }
   });
 
-  it('a Pending order nobody claimed (lost process-order) is re-notified at its complete-by', async () => {
+  it('the index reconcile pages through the table across runs, after the sweep, bounded per run', async () => {
+    const deps = await freshDeps(infra);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await submitted(deps));
+    // Every index row lost (a deleted table, a bug): only the reconcile can bring them back.
+    for (const id of ids) await deps.store.index.table.deleteEntity(InFlightIndex.partitionFor(id), id);
+    const slice = { reconcilePageSize: 2, reconcilePagesPerRun: 2 };
+    const first = await runSupervisor(deps, context('supervisor'), { reconcile: true, ...slice });
+    assert.equal(first.reconciled, 4, 'one bounded slice per run');
+    let total = first.reconciled ?? 0;
+    // Later runs continue where the last one stopped (no new start), until the pass is through.
+    for (let run = 0; run < 10 && total < ids.length; run++) {
+      const r = await runSupervisor(deps, context('supervisor'), slice);
+      assert.ok((r.reconciled ?? 0) <= 4);
+      total += r.reconciled ?? 0;
+    }
+    assert.equal(total, ids.length);
+    for (const id of ids) assert.equal(await deps.store.index.has(id), true);
+    // Through: a run without a new start reconciles nothing.
+    assert.equal((await runSupervisor(deps, context('supervisor'), slice)).reconciled, undefined);
+  });
+
+  it('a reply waiting behind a busy Scheduler is not a timeout: the sweep waits until the Scheduler caught up', async () => {
+    const deps = await freshDeps(infra);
+    // Only this test's messages on the scheduler queue (earlier tests leave theirs unconsumed).
+    const purge = infra.client.createReceiver(queues.scheduler, { receiveMode: 'receiveAndDelete' });
+    while ((await purge.receiveMessages(100, { maxWaitTimeInMs: 300 })).length > 0);
+    await purge.close();
+    const gated: TestDeps = {
+      ...deps,
+      schedulerBacklog: new ServiceBusQueueBacklog(infra.client, queues.scheduler),
+    };
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    // The Agent answered in time; its reply waits in the scheduler queue behind a backlog.
+    await deps.bus.send(queues.scheduler, [
+      { messageId: `${orderId}:reply-in-time`, body: reply(orderId, 'inventory', 1, 'succeeded') },
+    ]);
+    deps.clock.advanceSeconds(61);
+    const report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.candidates, report.postponed, report.retried], [1, 1, 0]);
+    // Still waiting a sweep later (each peek starts at the head again): still postponed.
+    deps.clock.advanceSeconds(1);
+    assert.equal((await runSupervisor(gated, context('supervisor'))).postponed, 1);
+    let { state } = await load(deps, orderId);
+    assert.deepEqual([state.processState, state.failureCount], ['Processing', 0]);
+    // The Scheduler catches up and applies the reply: the order moves on, no failure counted.
+    const scheduler = infra.client.createReceiver(queues.scheduler, { receiveMode: 'receiveAndDelete' });
+    const [waiting] = await scheduler.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+    await scheduler.close();
+    await deliver(deps, waiting.body, 'reply-applied');
+    ({ state } = await load(deps, orderId));
+    assert.deepEqual([state.steps[0].status, state.steps[1].status], ['Completed', 'Running']);
+    // Nothing waits any more: a step that really runs out of time is a timeout again.
+    deps.clock.advanceSeconds(61);
+    const later = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([later.postponed, later.retried], [0, 1]);
+    assert.equal((await load(deps, orderId)).state.failureCount, 1);
+  });
+
+  it('a scheduler queue nobody consumes postpones timeouts for a claim timeout, not forever', async () => {
+    const deps = await freshDeps(infra);
+    const purge = infra.client.createReceiver(queues.scheduler, { receiveMode: 'receiveAndDelete' });
+    while ((await purge.receiveMessages(100, { maxWaitTimeInMs: 300 })).length > 0);
+    await purge.close();
+    const gated: TestDeps = {
+      ...deps,
+      schedulerBacklog: new ServiceBusQueueBacklog(infra.client, queues.scheduler),
+    };
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    await deps.bus.send(queues.scheduler, [
+      { messageId: `${orderId}:reply-stuck`, body: reply(orderId, 'inventory', 1, 'succeeded') },
+    ]);
+    deps.clock.advanceSeconds(61);
+    assert.equal((await runSupervisor(gated, context('supervisor'))).postponed, 1);
+    // The same message has waited at the head for longer than a claim timeout: no Scheduler runs.
+    deps.clock.advanceSeconds(deps.policy.claimTimeoutSeconds + 1);
+    const report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.postponed, report.retried], [0, 1]);
+    assert.equal((await load(deps, orderId)).state.failureCount, 1);
+  });
+
+  it('an early claim is deferred, never dropped, whatever the clocks', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    deps.clock.advanceSeconds(61);
+    assert.equal((await sweep(deps)).retried, 1);
+    await deliver(deps, processOrder(orderId, 'retry'), 'claim-2');
+    // The 2nd timeout is written by a Supervisor that died before its scheduled retry went out.
+    deps.clock.advanceSeconds(61);
+    const backingOff = await writeOnly(deps, orderId, { type: 'TimedOut' });
+    const due = backingOff.state.scheduledFor!.getTime();
+    const retryId = processOrderMessageId(orderId, 'backoff-retry', 2, 1);
+    assert.equal((await processOrders(orderId)).filter((m) => m.messageId === retryId).length, 0);
+
+    // Some other copy arrives 25 s early: it does not claim, but the scheduled retry exists again.
+    deps.clock.advanceSeconds(5);
+    await handleSchedulerMessage(
+      deps,
+      processOrder(orderId, 'retry'),
+      context('scheduler', 'x', 'stale-copy'),
+    );
+    assert.equal((await load(deps, orderId)).state.processState, 'Pending');
+    const resent = (await processOrders(orderId)).filter((m) => m.messageId === retryId);
+    assert.equal(resent.length, 1);
+    assert.equal(resent[0].scheduledEnqueueTimeUtc?.getTime(), due);
+
+    // The broker's clock runs ahead: it delivers that scheduled retry 25 s before the back-off ends
+    // by this host's clock. The broker decided it is due, so it claims.
+    await handleSchedulerMessage(
+      deps,
+      processOrder(orderId, 'backoff-retry'),
+      context('scheduler', 'claim-3', retryId),
+    );
+    const { state } = await load(deps, orderId);
+    assert.equal(state.processState, 'Processing');
+    assert.equal(state.lockedBy, 'claim-3');
+  });
+
+  it('a Pending order nobody claimed (lost process-order) is re-notified at its complete-by, no failure counted', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps); // recorded, its message never sent
-    deps.clock.advanceSeconds(31);
-    const report = await sweep(deps);
-    assert.equal(report.retried, 1);
+    for (let round = 1; round <= deps.policy.failureHardThreshold + 1; round++) {
+      deps.clock.advanceSeconds(31);
+      const report = await sweep(deps);
+      assert.deepEqual([report.candidates, report.retried, report.gaveUp], [1, 1, 0]);
+      const { state } = await load(deps, orderId);
+      assert.deepEqual([state.processState, state.failureCount], ['Pending', 0]);
+    }
+    // Re-sent under the submission's own id every time: one message, not one per claim timeout.
     const notes = await processOrders(orderId);
-    assert.equal(notes.length, 1);
+    assert.deepEqual(
+      notes.map((m) => m.messageId),
+      [processOrderMessageId(orderId, 'submitted', 1, 1)],
+    );
     await deliver(deps, notes[0].body);
     assert.equal((await load(deps, orderId)).state.processState, 'Processing');
   });
@@ -170,6 +301,7 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     for (let n = 1; n <= 2; n++) {
       deps.clock.advanceSeconds(61 + 30);
       assert.equal((await sweep(deps)).retried, 1);
+      if (n === 2) deps.clock.advanceSeconds(30); // the back-off
       await deliver(deps, processOrder(orderId, n === 1 ? 'retry' : 'backoff-retry'));
     }
     deps.clock.advanceSeconds(61);

@@ -139,7 +139,7 @@ function checkCommands(
     'Pending/Claim': ['Dispatch:inventory:do:1'],
     'Processing/StepSucceeded': ['Status:step-completed', 'Dispatch:payment:do:1'],
     'Processing/StepFailedPermanently': ['Status:failed', 'Status:compensated'],
-    'Pending/TimedOut': ['Notify:retry:0'],
+    'Pending/TimedOut': ['Notify:submitted:0', 'Status:received'],
     'Processing/TimedOut': ['Notify:retry:0'],
     'Compensating/TimedOut': ['Dispatch:inventory:compensate:2'],
     'Compensating/CompensationSucceeded': ['Status:compensated'],
@@ -331,11 +331,65 @@ test('Supervisor: retry, then extended back-off from the soft threshold, then gi
   assert.deepEqual(kinds(end.commands), ['Status:error']);
 });
 
-test('a Pending order nobody claims also times out and is re-notified with a new message id', () => {
-  const d1 = apply(fx.Pending, { type: 'TimedOut' }, at(31));
-  const d2 = apply(d1.state, { type: 'TimedOut' }, at(31 + 31));
-  const ids = [d1, d2].map((d) => (d.commands[0] as { messageId: string }).messageId);
-  assert.deepEqual(ids, [`${orderId}:process:retry:1`, `${orderId}:process:backoff-retry:2`]);
+test('a claim timeout is waiting, not failing: same message id, no failure, however often', () => {
+  let s = fx.Pending;
+  let now = 0;
+  for (let i = 1; i <= policy.failureHardThreshold * 3; i++) {
+    now += policy.claimTimeoutSeconds + 1;
+    const d = apply(s, { type: 'TimedOut' }, at(now));
+    s = d.state;
+    assert.equal(s.processState, 'Pending');
+    assert.equal(s.failureCount, 0);
+    assert.deepEqual(s.completeBy, at(now + policy.claimTimeoutSeconds));
+    // The same id as the submission's own message: a copy still queued absorbs the re-send.
+    assert.deepEqual(
+      d.commands.map((c) => c.messageId),
+      [`${orderId}:process:submitted:1`, `${orderId}:status:received`],
+    );
+  }
+  // After a step timed out (a real failure), an unclaimed retry does not count a second one.
+  let p = apply(fx.Processing, { type: 'TimedOut' }, at(62)).state;
+  assert.equal(p.failureCount, 1);
+  p = apply(p, { type: 'TimedOut' }, at(62 + policy.claimTimeoutSeconds + 1)).state;
+  assert.equal(p.failureCount, 1);
+  assert.equal(p.processState, 'Pending');
+});
+
+test('healing re-sends the status events the recorded state implies: received, failed', () => {
+  const ids = (s: OrderState) => outstandingCommands(orderWorkflow, s, s.updatedAt).map((c) => c.messageId);
+  assert.ok(ids(fx.Pending).includes(`${orderId}:status:received`));
+  const resubmitted = apply(fx.Error, { type: 'OperatorResubmit', by: 'op' }, at(9)).state;
+  assert.ok(ids(resubmitted).includes(`${orderId}:status:received:run2`));
+  // payment refused: inventory is undone (Compensating), the failed event is owed meanwhile...
+  const atPayment = apply(
+    fx.Processing,
+    { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 },
+    at(2),
+  );
+  const refused = apply(
+    atPayment.state,
+    { type: 'StepFailedPermanently', step: 'payment', run: 1, attempt: 1, error: 'declined' },
+    at(3),
+  );
+  assert.equal(refused.state.processState, 'Compensating');
+  const failedId = `${orderId}:status:failed:payment`;
+  assert.ok(refused.commands.some((c) => c.messageId === failedId));
+  assert.ok(ids(refused.state).includes(failedId));
+  // ... and after the undo, in Compensated too; and when nothing needed undoing at all.
+  const undone = apply(
+    refused.state,
+    { type: 'CompensationSucceeded', step: 'inventory', run: 1, attempt: 1 },
+    at(4),
+  ).state;
+  assert.equal(undone.processState, 'Compensated');
+  assert.ok(ids(undone).includes(failedId));
+  const first = apply(
+    fx.Processing,
+    { type: 'StepFailedPermanently', step: 'inventory', run: 1, attempt: 1, error: 'out of stock' },
+    at(2),
+  ).state;
+  assert.equal(first.processState, 'Compensated');
+  assert.ok(ids(first).includes(`${orderId}:status:failed:inventory`));
 });
 
 test('permanent failure compensates completed steps in reverse order, each once', () => {
@@ -500,9 +554,10 @@ test('outstanding commands re-create exactly what the last transition sent', () 
   const sub = apply(null, { type: 'Submit', orderId });
   assert.deepEqual(outstandingCommands(orderWorkflow, sub.state, t0)[0], sub.commands[0]);
   // A backed-off notify keeps its id and only waits for what is left of the back-off.
-  let s = apply(fx.Pending, { type: 'TimedOut' }, at(31)).state;
-  s = apply(s, { type: 'TimedOut' }, at(62)).state;
-  const heal = outstandingCommands(orderWorkflow, s, at(162));
+  let s = apply(fx.Processing, { type: 'TimedOut' }, at(62)).state;
+  s = apply(s, { type: 'Claim', by: 'b' }, at(63)).state;
+  s = apply(s, { type: 'TimedOut' }, at(124)).state;
+  const heal = outstandingCommands(orderWorkflow, s, at(224));
   assert.deepEqual(heal, [
     {
       type: 'NotifyScheduler',

@@ -211,3 +211,74 @@ test('after a resubmit, the order finishing again still leaves no index row', as
   assert.equal(e.state.processState, 'Processed');
   assert.equal(await store.index.has(e.state.orderId), false);
 });
+
+/** Runs `during` right after the store's next index put (the gap between the two writes), once. */
+function afterNextIndexPut(during: () => Promise<void>, thenCrash = false): () => void {
+  const index = store.index;
+  const put = InFlightIndex.prototype.put;
+  let calls = 0;
+  index.put = async function (this: InFlightIndex, ...args: Parameters<InFlightIndex['put']>) {
+    calls += 1;
+    if (calls === 2 && thenCrash) throw new Error('process died before its second index put');
+    const etag = await put.apply(index, args);
+    if (calls === 1) await during();
+    return etag;
+  };
+  return () => {
+    delete (index as Partial<InFlightIndex>).put;
+  };
+}
+
+test('a submission stalled between its index put and its transaction keeps its row through sweeps', async () => {
+  const orderId = randomUUID();
+  let swept: { removed: number } | undefined;
+  // The sweep runs after the row's CheckAfter (the claim timeout) has passed, before the state row exists.
+  const restore = afterNextIndexPut(async () => {
+    swept = await store.index.sweep(at(50_100));
+  });
+  try {
+    await submitNew(store, at(50_000), orderId);
+  } finally {
+    restore();
+  }
+  assert.equal(swept?.removed, 0, 'the sweep removed the row of a submission still under way');
+  assert.equal(await store.index.has(orderId), true);
+  // Nobody claims it: the Supervisor finds it through that row.
+  const r = await store.index.sweep(at(50_100));
+  assert.ok(r.timedOut.some((c) => c.orderId === orderId));
+});
+
+test('a resubmit that crashes between its state write and its second index put leaves the order indexed', async () => {
+  let e = await claimed(52_000);
+  e = await step(store, e, { type: 'OperatorCancel', by: 'op' }, at(52_001));
+  e = await step(
+    store,
+    e,
+    { type: 'CompensationFailed', step: 'inventory', run: 1, attempt: 1, error: 'x' },
+    at(52_002),
+  );
+  assert.equal(await store.index.has(e.state.orderId), false);
+  // A sweep lands between the first put and the state write (the order still reads Error).
+  const restore = afterNextIndexPut(async () => {
+    await store.index.sweep(at(52_200));
+  }, true);
+  try {
+    await assert.rejects(step(store, e, { type: 'OperatorResubmit', by: 'op' }, at(52_003)), /process died/);
+  } finally {
+    restore();
+  }
+  const reread = (await store.load(e.state.orderId))!;
+  assert.equal(reread.state.processState, 'Pending', 'the state write committed');
+  assert.equal(await store.index.has(e.state.orderId), true, 'the order runs without an index row');
+  const r = await store.index.sweep(at(52_200));
+  assert.ok(r.timedOut.some((c) => c.orderId === e.state.orderId));
+});
+
+test('rows of orders that never committed, or finished, are removed once the grace has passed', async () => {
+  const ghost = randomUUID();
+  await store.index.put(ghost, at(54_000), at(54_000));
+  await store.index.sweep(at(54_100));
+  assert.equal(await store.index.has(ghost), true, 'within the grace: kept');
+  await store.index.sweep(at(54_000 + store.index.graceSeconds + 1));
+  assert.equal(await store.index.has(ghost), false, 'past the grace: removed');
+});

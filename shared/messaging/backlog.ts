@@ -1,0 +1,54 @@
+import type { ServiceBusClient, ServiceBusReceiver } from '@azure/service-bus';
+import Long from 'long';
+
+/**
+ * How far behind a queue's consumers are: the enqueue time of the oldest message still waiting
+ * (or being handled), scheduled ones aside. The Supervisor asks it of the scheduler queue: every
+ * message enqueued before that instant has been taken in, so an Agent's reply sent before an
+ * order's complete-by has surely been applied only if that complete-by lies before it.
+ */
+export interface QueueBacklog {
+  /** The oldest waiting message's enqueue time and an id for it; undefined when nothing waits. */
+  oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined>;
+}
+
+/** Peeks the head of a queue (peek needs the Listen right the queue's trigger already has). */
+export class ServiceBusQueueBacklog implements QueueBacklog {
+  constructor(
+    private readonly client: ServiceBusClient,
+    private readonly queue: string,
+    /** Pages of 100 peeked at most while looking past scheduled messages. */
+    private readonly maxPages = 5,
+  ) {}
+
+  /**
+   * Peeks from the head, page by page. The SDK keeps a peek cursor per entity (shared by every
+   * receiver of the client), so each page names its first sequence number explicitly.
+   */
+  private async *pages(receiver: ServiceBusReceiver) {
+    let from = Long.ZERO;
+    for (let page = 0; page < this.maxPages; page++) {
+      const batch = await receiver.peekMessages(100, { fromSequenceNumber: from });
+      if (batch.length === 0) return;
+      yield batch;
+      const last = batch[batch.length - 1].sequenceNumber;
+      if (batch.length < 100 || last === undefined) return;
+      from = Long.fromValue(last).add(1);
+    }
+  }
+
+  async oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined> {
+    const receiver = this.client.createReceiver(this.queue);
+    try {
+      for await (const batch of this.pages(receiver)) {
+        const waiting = batch.filter((m) => m.state === 'active' && m.enqueuedTimeUtc !== undefined);
+        if (waiting.length === 0) continue;
+        const oldest = waiting.reduce((a, b) => (b.enqueuedTimeUtc! < a.enqueuedTimeUtc! ? b : a));
+        return { enqueuedAt: oldest.enqueuedTimeUtc!, id: String(oldest.sequenceNumber ?? oldest.messageId) };
+      }
+      return undefined;
+    } finally {
+      await receiver.close().catch(() => undefined);
+    }
+  }
+}
