@@ -1,16 +1,24 @@
 import { app, type InvocationContext } from '@azure/functions';
 import { settings } from '../shared/config/settings.js';
-import { dependencies } from '../shared/app/runtime.js';
+import { dependencies, outageWatch } from '../shared/app/runtime.js';
 import { handleAgentRequest } from '../shared/agents/agent.js';
+import { orderRefusals } from '../shared/domain/index.js';
 import { queues, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
 
 settings();
 
 /** The Agent that wraps the payment service. */
 export async function paymentAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const deps = await dependencies();
+  const [deps, outages] = await Promise.all([dependencies(), outageWatch()]);
   await handleAgentRequest(
-    { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.payment },
+    {
+      bus: deps.bus,
+      clock: deps.clock,
+      serviceUrl: settings().remoteServices.payment,
+      refusals: orderRefusals.payment,
+      service: 'payment',
+      outages,
+    },
     queues.paymentAgent,
     message,
     context,

@@ -2,6 +2,8 @@ import { makePolicy, orderWorkflow, systemClock } from '../domain/index.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
+import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
+import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
 
 /**
@@ -35,4 +37,19 @@ async function create(s: Settings): Promise<Dependencies> {
     policy: policyFrom(s),
     workflow: orderWorkflow,
   };
+}
+
+let outages: Promise<OutageWatch> | undefined;
+
+/** The Agents' outage alarm, on the state store's account and the app's bus. */
+export function outageWatch(): Promise<OutageWatch> {
+  outages ??= (async () => {
+    const s = settings();
+    const [deps, table] = await Promise.all([dependencies(), ServiceHealthTable.open(s.stateStore)]);
+    return new ServiceOutageWatch(table, deps.bus, deps.clock, { threshold: s.serviceOutageAlertThreshold });
+  })().catch((e) => {
+    outages = undefined;
+    throw e;
+  });
+  return outages;
 }

@@ -20,6 +20,7 @@ export const settingNames = {
   failureSoftThreshold: 'FAILURE_SOFT_THRESHOLD',
   failureHardThreshold: 'FAILURE_HARD_THRESHOLD',
   extendedBackoffSeconds: 'EXTENDED_BACKOFF_SECONDS',
+  serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
 } as const;
 
 export type ServiceBusConnection =
@@ -38,6 +39,8 @@ export interface Settings {
   failureSoftThreshold: number;
   failureHardThreshold: number;
   extendedBackoffSeconds: number;
+  /** Consecutive operational failures at one remote service that raise its outage alert. */
+  serviceOutageAlertThreshold: number;
 }
 
 export class SettingsError extends Error {
@@ -131,6 +134,7 @@ export function loadSettings(env: Env = process.env): Settings {
     failureSoftThreshold: soft,
     failureHardThreshold: hard,
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
+    serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
   };
 }
 

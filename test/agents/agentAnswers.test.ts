@@ -4,7 +4,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { startRemoteService, type RunningRemoteService } from '../../local/remoteServices/index.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
 import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
-import { systemClock } from '../../shared/domain/index.js';
+import { orderRefusals, systemClock } from '../../shared/domain/index.js';
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { context, held, newOrder, startInfra, type Infra } from '../app/direct.js';
@@ -59,7 +59,7 @@ describe('the Agent classifies remote answers', () => {
     callPolicy: Record<string, number> = fast,
   ) {
     await handleAgentRequest(
-      { bus: infra.bus, clock: systemClock, serviceUrl, callPolicy },
+      { bus: infra.bus, clock: systemClock, serviceUrl, callPolicy, refusals: orderRefusals.payment },
       queues.paymentAgent,
       body,
       context('paymentAgent'),
