@@ -5,7 +5,11 @@ import { queues } from '../messaging/entities.js';
 import type { MessageBus } from '../messaging/bus.js';
 import { rejectPoison } from '../messaging/poison.js';
 import { logger } from '../observability/logger.js';
-import { callRemoteService, type RemoteCallPolicyOptions, type RemoteCallResult } from './remoteServiceClient.js';
+import {
+  callRemoteService,
+  type RemoteCallPolicyOptions,
+  type RemoteCallResult,
+} from './remoteServiceClient.js';
 import type { OutageWatch } from './outageWatch.js';
 
 /**
@@ -98,11 +102,19 @@ export async function handleAgentRequest(
       kind: request.kind,
       attempt: request.attempt,
       outcome: 'stalled',
-      error: { message: verdict.detail.slice(0, 2000), ...(verdict.status !== undefined ? { status: verdict.status } : {}) },
+      error: {
+        message: verdict.detail.slice(0, 2000),
+        ...(verdict.status !== undefined ? { status: verdict.status } : {}),
+      },
     };
     // Its own id: a redelivered request that then succeeds must still get its reply through.
     await deps.bus.send(queues.scheduler, [
-      { messageId: `${requestId}:stalled`, body: stalled, subject: 'agent-reply', correlationId: request.orderId },
+      {
+        messageId: `${requestId}:stalled`,
+        body: stalled,
+        subject: 'agent-reply',
+        correlationId: request.orderId,
+      },
     ]);
     return;
   }

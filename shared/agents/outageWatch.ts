@@ -56,7 +56,9 @@ export class ServiceOutageWatch implements OutageWatch {
 
   async failed(service: string, failure: ServiceFailure): Promise<void> {
     this.failing.add(service);
-    const decided = await this.update(service, (h) => afterFailure(h, failure, this.clock.now(), this.options.threshold));
+    const decided = await this.update(service, (h) =>
+      afterFailure(h, failure, this.clock.now(), this.options.threshold),
+    );
     if (!decided?.alert) return;
     await this.sendAlert(service, decided.health);
     // Best effort: a lost race here only means another writer may send the (deduplicated) alert again.
@@ -118,6 +120,7 @@ export class ServiceOutageWatch implements OutageWatch {
         messageId: outageAlertMessageId(service, health.outages),
         body: alert,
         subject: 'ServiceOutage',
+        correlationId: alert.orderId,
         applicationProperties: { service },
       },
     ]);

@@ -233,13 +233,18 @@ export async function callRemoteService(
     // Checked before the breaker, so a call stopped here never counts as a half-open probe.
     if (stop.signal.aborted) throw new StopCallingError(stopReason(), 'stopped before sending');
     // Only after a failure: the first attempt always goes, and a success needs no report.
-    if (lastError !== undefined && msToReport() <= 0) throw new StopCallingError('report-by', 'time to report');
+    if (lastError !== undefined && msToReport() <= 0)
+      throw new StopCallingError('report-by', 'time to report');
     return attemptPolicy.execute(({ signal: attemptSignal }) => sendOnce(attemptSignal), signal);
   }, stop.signal);
   retryPolicy.onRetry((failure) => {
     if ('error' in failure)
       lastError = failure.error instanceof Error ? failure.error.message : String(failure.error);
-    if ('error' in failure && failure.error instanceof TransientRemoteError && failure.error.status !== undefined)
+    if (
+      'error' in failure &&
+      failure.error instanceof TransientRemoteError &&
+      failure.error.status !== undefined
+    )
       lastStatus = failure.error.status;
   });
   // Returns as soon as the deadline passes, even mid back-off; the background retry loop then

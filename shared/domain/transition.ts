@@ -244,7 +244,13 @@ class Transition {
    * attempt. Recorded only: the step stays in flight until complete-by, when the Supervisor retries
    * it without spending the failure budget.
    */
-  stepStalled(e: { step: string; run: number; attempt: number; kind: 'do' | 'compensate'; detail: string }): void {
+  stepStalled(e: {
+    step: string;
+    run: number;
+    attempt: number;
+    kind: 'do' | 'compensate';
+    detail: string;
+  }): void {
     const i = e.kind === 'do' ? this.currentDo(e) : this.currentCompensation(e);
     const step = this.s.steps[i];
     step.stalledAttempt = e.attempt;
@@ -315,7 +321,8 @@ class Transition {
     const step = this.s.steps[i];
     if (step.stalledAttempt === step.compensationAttempt) {
       step.undoStalls += 1;
-      const wait = step.undoStalls >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+      const wait =
+        step.undoStalls >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
       this.dispatchCompensation(i, wait);
       return;
     }

@@ -52,7 +52,12 @@ export class ServiceHealthTable {
           alertSent: row.AlertSent === true,
           lastStatus: typeof row.LastStatus === 'number' ? row.LastStatus : null,
           lastDetail: typeof row.LastDetail === 'string' ? row.LastDetail : null,
-          since: row.Since instanceof Date ? row.Since : typeof row.Since === 'string' ? new Date(row.Since) : null,
+          since:
+            row.Since instanceof Date
+              ? row.Since
+              : typeof row.Since === 'string'
+                ? new Date(row.Since)
+                : null,
         },
       };
     } catch (e) {

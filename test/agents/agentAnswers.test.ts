@@ -95,7 +95,10 @@ describe('the Agent classifies remote answers', () => {
 
   it('5xx until the attempt budget is spent is a stalled reply before complete-by, not silence', async () => {
     payment.setFaults({ transientRate: 1 });
-    const { replies, finishedAt, completeBy } = await run(request(), payment.url, { ...fast, maxAttempts: 3 });
+    const { replies, finishedAt, completeBy } = await run(request(), payment.url, {
+      ...fast,
+      maxAttempts: 3,
+    });
     assert.deepEqual(
       replies.map((m) => [m.body.outcome, m.body.error?.status]),
       [['stalled', 503]],
@@ -105,7 +108,10 @@ describe('the Agent classifies remote answers', () => {
 
   it('5xx until complete-by draws near is a stalled reply sent before complete-by', async () => {
     payment.setFaults({ transientRate: 1 });
-    const { replies, finishedAt, completeBy } = await run(request(), payment.url, { ...fast, maxAttempts: 1_000 });
+    const { replies, finishedAt, completeBy } = await run(request(), payment.url, {
+      ...fast,
+      maxAttempts: 1_000,
+    });
     assert.deepEqual(
       replies.map((m) => m.body.outcome),
       ['stalled'],

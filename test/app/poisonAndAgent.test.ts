@@ -133,7 +133,12 @@ describe('poison messages and the Agent', () => {
     await handleSchedulerMessage(deps, processOrder(orderId), context('scheduler'));
     const [request] = await held(infra, queues.inventoryAgent, orderId);
     assert.ok(request);
-    const agentDeps = { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url, refusals: orderRefusals.inventory };
+    const agentDeps = {
+      bus: deps.bus,
+      clock: deps.clock,
+      serviceUrl: inventory.url,
+      refusals: orderRefusals.inventory,
+    };
     for (let i = 0; i < 2; i++) {
       await handleAgentRequest(
         agentDeps,

@@ -107,7 +107,12 @@ describe('structured logs: order, step and attempt on every line', () => {
       const request = (await held(infra, agentQueue[step], this.orderId)).find((m) => m.messageId === id);
       assert.ok(request, `request ${id} sent`);
       await handleAgentRequest(
-        { bus: this.deps.bus, clock: this.deps.clock, serviceUrl: services[step].url, refusals: orderRefusals[step] },
+        {
+          bus: this.deps.bus,
+          clock: this.deps.clock,
+          serviceUrl: services[step].url,
+          refusals: orderRefusals[step],
+        },
         agentQueue[step],
         request.body,
         this.ctx(`${step}Agent`, true),

@@ -40,7 +40,14 @@ function eventFor(type: OrderEvent['type'], s: OrderState): OrderEvent {
     case 'TimedOut':
       return { type };
     case 'StepStalled':
-      return { type, step: running.name, run: s.run, attempt: Math.max(1, running.attempt), kind: 'do', detail: '401' };
+      return {
+        type,
+        step: running.name,
+        run: s.run,
+        attempt: Math.max(1, running.attempt),
+        kind: 'do',
+        detail: '401',
+      };
     case 'CompensationSucceeded':
       return { type, step: comp.name, run: s.run, attempt: Math.max(1, comp.compensationAttempt) };
     case 'CompensationFailed':

@@ -10,7 +10,11 @@ function refusedUndo(): OrderState {
   let s = fx.Processing;
   s = apply(s, { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 }, at(2)).state;
   s = apply(s, { type: 'StepSucceeded', step: 'payment', run: 1, attempt: 1 }, at(3)).state;
-  s = apply(s, { type: 'StepFailedPermanently', step: 'shipping', run: 1, attempt: 1, error: 'x' }, at(4)).state;
+  s = apply(
+    s,
+    { type: 'StepFailedPermanently', step: 'shipping', run: 1, attempt: 1, error: 'x' },
+    at(4),
+  ).state;
   const d = apply(s, { type: 'CompensationFailed', step: 'payment', run: 1, attempt: 1, error: 'no' }, at(5));
   assert.equal(d.state.processState, 'Error');
   return d.state;
@@ -23,7 +27,11 @@ test('a resubmit undoes a step whose undo was refused under a new undo key', () 
   // The charge is redone under its run-1 key (answered from the service's record)...
   s = apply(s, { type: 'StepSucceeded', step: 'payment', run: 2, attempt: 1 }, at(8)).state;
   // ...and shipping is refused again, so the payment has to be undone again.
-  const d = apply(s, { type: 'StepFailedPermanently', step: 'shipping', run: 2, attempt: 1, error: 'x' }, at(9));
+  const d = apply(
+    s,
+    { type: 'StepFailedPermanently', step: 'shipping', run: 2, attempt: 1, error: 'x' },
+    at(9),
+  );
   const undo = d.commands.find((c): c is DispatchStep => c.type === 'DispatchStep');
   assert.ok(undo);
   assert.equal(undo.step, 'payment');
