@@ -7,6 +7,7 @@ import {
   crashHost,
   crashServiceBusKeepingData,
   proxyTables,
+  readQueues,
   repoRoot,
   restartAzurite,
   restartServiceBusEmpty,
@@ -17,6 +18,7 @@ import {
   type ChaosContext,
 } from './harness.js';
 import { writeShortLockAppRoot } from './shortLockApp.js';
+import { startThrottlingProxy, type ThrottlingProxy } from './throttlingProxy.js';
 
 /**
  * The chaos scenarios. Each submits `n` orders and does its damage while they run; the runner
@@ -106,6 +108,30 @@ async function everyOrderProcessedFirstTime(
   if (retried > 0) violations.push(`${retried} order(s) without faults needed the Supervisor`);
   return { violations, note: `${ctx.submitted.size - notProcessed} Processed, ${retried} retried` };
 }
+
+/**
+ * For scenarios whose faults are all recoverable (503s, 429s, throttling, an outage that ends):
+ * waiting is allowed, failing is not, so no order may end in Error.
+ */
+async function noOrderInError(ctx: ChaosContext): Promise<{ violations: string[]; note: string }> {
+  let errors = 0;
+  let retried = 0;
+  for (const orderId of ctx.submitted.keys()) {
+    const stored = await ctx.store.load(orderId);
+    if (stored?.state.processState === 'Error') errors += 1;
+    if (stored && stored.state.failureCount > 0) retried += 1;
+  }
+  return {
+    violations: errors > 0 ? [`${errors} order(s) ended in Error although every fault was recoverable`] : [],
+    note: `${errors} in Error, ${retried} spent failure budget`,
+  };
+}
+
+/** credential-outage: the payment service answers 401 to everything for this long. */
+const credentialOutageMs = 8000;
+
+/** storage-throttling: the proxy in front of the host's tables, per run. */
+const throttlingProxies = new WeakMap<ChaosContext, ThrottlingProxy>();
 
 export const scenarios: Scenario[] = [
   {
@@ -394,6 +420,7 @@ export const scenarios: Scenario[] = [
       await submitMany(ctx, n, [[]], 60);
       return 'transientRate 0.3';
     },
+    check: noOrderInError,
   },
   {
     name: 'transient-50pct',
@@ -405,6 +432,7 @@ export const scenarios: Scenario[] = [
       await submitMany(ctx, n, [[]], 60);
       return 'transientRate 0.5';
     },
+    check: noOrderInError,
   },
   {
     name: 'remote-faults-mix',
@@ -424,6 +452,117 @@ export const scenarios: Scenario[] = [
       ];
       await submitMany(ctx, n, profiles, 60);
       return `${profiles.length} fault profiles`;
+    },
+    async check(ctx) {
+      // Throttling (429) is recoverable: those orders must end Processed.
+      const throttle = faultSku('inventory', 'throttle');
+      let throttled = 0;
+      let notProcessed = 0;
+      for (const [orderId, s] of ctx.submitted) {
+        if (s.skus.length !== 1 || s.skus[0] !== throttle) continue;
+        throttled += 1;
+        if ((await ctx.store.load(orderId))?.state.processState !== 'Processed') notProcessed += 1;
+      }
+      return {
+        violations:
+          notProcessed > 0 ? [`${notProcessed} throttled (429) order(s) did not end Processed`] : [],
+        note: `${throttled - notProcessed}/${throttled} throttled orders Processed`,
+      };
+    },
+  },
+  {
+    name: 'credential-outage',
+    quick: true,
+    outageSeconds: credentialOutageMs / 1000,
+    what:
+      `the payment service answers 401 to every call for ${credentialOutageMs / 1000} s (longer than a ` +
+      'step timeout), as after a revoked key, then recovers: every order Processed, none compensated, ' +
+      'exactly one operator alert for the outage and none for an order',
+    async run(ctx, n) {
+      const submitting = submitMany(ctx, n, [[]], 60);
+      await sleep(1000);
+      ctx.stack.remote.payment.setFaults({ answerStatus: 401 });
+      await sleep(credentialOutageMs);
+      ctx.stack.remote.payment.setFaults({});
+      await submitting;
+      return `payment 401 for ${credentialOutageMs / 1000} s`;
+    },
+    async check(ctx) {
+      const violations: string[] = [];
+      const byState: Record<string, number> = {};
+      for (const orderId of ctx.submitted.keys()) {
+        const state = (await ctx.store.load(orderId))?.state.processState ?? 'missing';
+        byState[state] = (byState[state] ?? 0) + 1;
+      }
+      const processed = byState.Processed ?? 0;
+      if (processed !== ctx.submitted.size)
+        violations.push(
+          `${ctx.submitted.size - processed} order(s) not Processed (${JSON.stringify(byState)})`,
+        );
+      const ledgers = ctx.ledgers();
+      const undone = Object.values(ledgers).reduce(
+        (n, l) => n + l.counts.compensations + l.counts.tombstones,
+        0,
+      );
+      if (undone > 0) violations.push(`${undone} compensation(s) reached the services`);
+      const refused = ledgers.payment.counts.faultsInjected['status-401'] ?? 0;
+      if (refused === 0) violations.push('the payment service answered no 401');
+      const { alerts } = await readQueues(ctx);
+      const outage = alerts.filter((a) => a.orderId === 'service:payment');
+      const orderAlerts = alerts.filter((a) => !a.orderId?.startsWith('service:'));
+      if (outage.length !== 1)
+        violations.push(`${outage.length} outage alert(s) for payment, expected exactly 1`);
+      if (orderAlerts.length > 0) violations.push(`${orderAlerts.length} order alert(s)`);
+      const status = (outage[0]?.body as { status?: number } | undefined)?.status;
+      if (outage.length === 1 && status !== 401)
+        violations.push(`the outage alert names status ${status}, not 401`);
+      return {
+        violations,
+        note: `${refused} calls answered 401; ${outage.length} outage alert(s); ${undone} compensations`,
+      };
+    },
+  },
+  {
+    name: 'storage-throttling',
+    quick: true,
+    what:
+      "an HTTP proxy in front of the host's table endpoint answers 20 % of table requests at once with " +
+      '503 ServerBusy (a quarter of those 500 OperationTimedOut), seeded: every order Processed',
+    async run(ctx, n) {
+      const table = new URL(ctx.azurite.tableUrl);
+      const proxy = await startThrottlingProxy(
+        { host: table.hostname, port: Number(table.port) },
+        { rate: 0.2, seed: 13 },
+      );
+      throttlingProxies.set(ctx, proxy);
+      ctx.stack.env.StateStoreConnection = ctx.azurite.connectionString.replace(
+        /TableEndpoint=http:\/\/[^/;]+/,
+        `TableEndpoint=http://127.0.0.1:${proxy.port}`,
+      );
+      await ctx.stack.killHost('SIGTERM');
+      await ctx.stack.startHost();
+      await submitMany(ctx, n, [[], slowAll(200)], 60);
+      return 'tables throttled 20 %';
+    },
+    async check(ctx) {
+      const proxy = throttlingProxies.get(ctx);
+      const violations: string[] = [];
+      let notProcessed = 0;
+      let retried = 0;
+      for (const orderId of ctx.submitted.keys()) {
+        const stored = await ctx.store.load(orderId);
+        if (stored?.state.processState !== 'Processed') notProcessed += 1;
+        if (stored && stored.state.failureCount > 0) retried += 1;
+      }
+      if (notProcessed > 0) violations.push(`${notProcessed} order(s) not Processed`);
+      const throttled = proxy?.throttled() ?? 0;
+      const forwarded = proxy?.forwarded() ?? 0;
+      if (throttled === 0) violations.push('the proxy throttled no request');
+      await proxy?.close();
+      return {
+        violations,
+        note: `${throttled} of ${throttled + forwarded} table requests throttled; ${retried} order(s) spent failure budget`,
+      };
     },
   },
   {

@@ -5,6 +5,20 @@ import { httpStatusOf } from './errors.js';
 import type { StoreMetrics } from './metrics.js';
 
 /**
+ * How the table client retries a throttled or failed request (503 ServerBusy, 500
+ * OperationTimedOut, 408, other 5xx, network errors): exponential back-off from 200 ms, capped at
+ * 4 s, six retries (about 10 s at worst). The first retries are short because a Scheduler write
+ * sits inside a step's complete-by; the SDK's own 1 s start cost orders their failure budget in
+ * the storage-throttling chaos run. Past the last retry the function throws, and its message is
+ * delivered again (docs/remote-calls.md).
+ */
+export const tableRetryOptions = Object.freeze({
+  maxRetries: 6,
+  retryDelayInMs: 200,
+  maxRetryDelayInMs: 4_000,
+});
+
+/**
  * TableClients for a connection: a connection string locally (Azurite), a managed identity plus
  * the table service URI in Azure. Plain http (Azurite) needs allowInsecureConnection.
  */
@@ -16,7 +30,7 @@ export function tableClient(
 ): TableClient {
   const options: TableServiceClientOptions = {
     additionalPolicies: metrics ? [{ policy: metrics.policy(), position: 'perCall' }] : [],
-    retryOptions: { maxRetries: 3 },
+    retryOptions: { ...tableRetryOptions },
   };
   if (connection.kind === 'connectionString') {
     const cs = connection.connectionString;
