@@ -9,7 +9,7 @@ settings();
 
 /** The Agent that wraps the inventory service. */
 export async function inventoryAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const [deps, outages] = await Promise.all([dependencies(), outageWatch()]);
+  const deps = await dependencies();
   await handleAgentRequest(
     {
       bus: deps.bus,
@@ -17,7 +17,7 @@ export async function inventoryAgent(message: unknown, context: InvocationContex
       serviceUrl: settings().remoteServices.inventory,
       refusals: orderRefusals.inventory,
       service: 'inventory',
-      outages,
+      outages: outageWatch(deps),
     },
     queues.inventoryAgent,
     message,

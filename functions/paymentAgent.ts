@@ -9,7 +9,7 @@ settings();
 
 /** The Agent that wraps the payment service. */
 export async function paymentAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const [deps, outages] = await Promise.all([dependencies(), outageWatch()]);
+  const deps = await dependencies();
   await handleAgentRequest(
     {
       bus: deps.bus,
@@ -17,7 +17,7 @@ export async function paymentAgent(message: unknown, context: InvocationContext)
       serviceUrl: settings().remoteServices.payment,
       refusals: orderRefusals.payment,
       service: 'payment',
-      outages,
+      outages: outageWatch(deps),
     },
     queues.paymentAgent,
     message,

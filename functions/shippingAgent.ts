@@ -9,7 +9,7 @@ settings();
 
 /** The Agent that wraps the shipping service. */
 export async function shippingAgent(message: unknown, context: InvocationContext): Promise<void> {
-  const [deps, outages] = await Promise.all([dependencies(), outageWatch()]);
+  const deps = await dependencies();
   await handleAgentRequest(
     {
       bus: deps.bus,
@@ -17,7 +17,7 @@ export async function shippingAgent(message: unknown, context: InvocationContext
       serviceUrl: settings().remoteServices.shipping,
       refusals: orderRefusals.shipping,
       service: 'shipping',
-      outages,
+      outages: outageWatch(deps),
     },
     queues.shippingAgent,
     message,

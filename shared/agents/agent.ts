@@ -1,6 +1,11 @@
 import type { InvocationContext } from '@azure/functions';
 import { dispatchMessageId, meaningOf, type Clock, type RefusalDeclaration } from '../domain/index.js';
-import { agentRequestSchema, parseMessage, type AgentReplyMessage } from '../messaging/contracts.js';
+import {
+  agentRequestSchema,
+  parseMessage,
+  type AgentReplyMessage,
+  type AgentRequestMessage,
+} from '../messaging/contracts.js';
 import { queues } from '../messaging/entities.js';
 import type { MessageBus } from '../messaging/bus.js';
 import { rejectPoison } from '../messaging/poison.js';
@@ -71,8 +76,22 @@ export async function handleAgentRequest(
   );
   const verdict = verdictOf(deps.refusals, result);
   const service = deps.service ?? queueName;
-  await recordHealth(deps, service, verdict, log);
+  // The reply first: health bookkeeping (a table write) must never push it past complete-by.
+  try {
+    await passOn(deps, request, result, verdict, completeBy, log);
+  } finally {
+    await recordHealth(deps, service, verdict, log);
+  }
+}
 
+async function passOn(
+  deps: AgentDependencies,
+  request: AgentRequestMessage,
+  result: RemoteCallResult,
+  verdict: Verdict,
+  completeBy: Date,
+  log: ReturnType<typeof logger>,
+): Promise<void> {
   if (verdict.kind === 'silent' || deps.clock.now().getTime() >= completeBy.getTime()) {
     log.warn('stopping silently: complete-by reached', {
       outcome: result.outcome,

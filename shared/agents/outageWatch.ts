@@ -44,7 +44,8 @@ export class ServiceOutageWatch implements OutageWatch {
   private readonly checkedAt = new Map<string, number>();
 
   constructor(
-    private readonly table: ServiceHealthTable,
+    /** A promise while the table is still being opened: an Agent never waits for it to call. */
+    private readonly table: ServiceHealthTable | Promise<ServiceHealthTable>,
     private readonly bus: MessageBus,
     private readonly clock: Clock,
     private readonly options: OutageWatchOptions,
@@ -87,12 +88,13 @@ export class ServiceOutageWatch implements OutageWatch {
     decide: (h: ServiceHealth) => { health: ServiceHealth; alert: boolean } | undefined,
   ): Promise<{ health: ServiceHealth; alert: boolean } | undefined> {
     const max = this.options.maxConflicts ?? 20;
+    const table = await this.table;
     for (let i = 0; i < max; i++) {
-      const stored = await this.table.read(service);
+      const stored = await table.read(service);
       const decision = decide(stored?.health ?? { ...healthyService });
       if (!decision) return undefined;
       try {
-        await this.table.write(service, decision.health, stored?.etag ?? null);
+        await table.write(service, decision.health, stored?.etag ?? null);
         return decision;
       } catch (e) {
         if (!(e instanceof HealthWriteConflict)) throw e;

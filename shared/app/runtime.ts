@@ -39,17 +39,23 @@ async function create(s: Settings): Promise<Dependencies> {
   };
 }
 
-let outages: Promise<OutageWatch> | undefined;
+let outages: OutageWatch | undefined;
 
-/** The Agents' outage alarm, on the state store's account and the app's bus. */
-export function outageWatch(): Promise<OutageWatch> {
-  outages ??= (async () => {
+/**
+ * The Agents' outage alarm, on the state store's account and the app's bus. Returned at once: the
+ * table opens in the background, so a cold Agent calls its service without waiting for it.
+ */
+export function outageWatch(deps: Dependencies): OutageWatch {
+  if (!outages) {
     const s = settings();
-    const [deps, table] = await Promise.all([dependencies(), ServiceHealthTable.open(s.stateStore)]);
-    return new ServiceOutageWatch(table, deps.bus, deps.clock, { threshold: s.serviceOutageAlertThreshold });
-  })().catch((e) => {
-    outages = undefined;
-    throw e;
-  });
+    const table = ServiceHealthTable.open(s.stateStore);
+    // A failed open is retried by the next invocation (the Agent only logs health errors).
+    table.catch(() => {
+      outages = undefined;
+    });
+    outages = new ServiceOutageWatch(table, deps.bus, deps.clock, {
+      threshold: s.serviceOutageAlertThreshold,
+    });
+  }
   return outages;
 }
