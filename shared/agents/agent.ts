@@ -76,11 +76,12 @@ export async function handleAgentRequest(
   );
   const verdict = verdictOf(deps.refusals, result);
   const service = deps.service ?? queueName;
-  // The reply first: health bookkeeping (a table write) must never push it past complete-by.
+  // The reply first, and health bookkeeping (a shared table row) in the background: it must never
+  // push a reply past complete-by nor hold the invocation's slot.
   try {
     await passOn(deps, request, result, verdict, completeBy, log);
   } finally {
-    await recordHealth(deps, service, verdict, log);
+    void recordHealth(deps, service, verdict, log);
   }
 }
 
@@ -170,9 +171,7 @@ async function passOn(
  * host stopping): the Supervisor's timeout covers those.
  */
 type Verdict =
-  | { kind: 'answered' }
-  | { kind: 'stalled'; status?: number; detail: string }
-  | { kind: 'silent'; status?: number; detail?: string };
+  { kind: 'answered' } | { kind: 'stalled'; status?: number; detail: string } | { kind: 'silent' };
 
 function verdictOf(refusals: RefusalDeclaration, result: RemoteCallResult): Verdict {
   switch (result.outcome) {
@@ -188,9 +187,7 @@ function verdictOf(refusals: RefusalDeclaration, result: RemoteCallResult): Verd
         ...(result.lastStatus !== undefined ? { status: result.lastStatus } : {}),
         detail: result.lastError ?? 'no answer from the service',
       };
-      if (result.reason === 'deadline' || result.reason === 'aborted') {
-        return { kind: 'silent', ...(result.lastError !== undefined ? failure : {}) };
-      }
+      if (result.reason === 'deadline' || result.reason === 'aborted') return { kind: 'silent' };
       return { kind: 'stalled', ...failure };
     }
   }
@@ -215,8 +212,10 @@ async function recordHealth(
   if (!deps.outages) return;
   try {
     if (verdict.kind === 'answered') await deps.outages.answered(service);
-    else if (verdict.kind === 'stalled' || verdict.detail !== undefined) {
-      await deps.outages.failed(service, { status: verdict.status, detail: verdict.detail ?? 'no answer' });
+    // A call cut off by our own complete-by says nothing about the service (the breaker agrees):
+    // an Agent that started late behind a backlog must not raise an outage.
+    else if (verdict.kind === 'stalled') {
+      await deps.outages.failed(service, { status: verdict.status, detail: verdict.detail });
     }
   } catch (e) {
     // Health bookkeeping must never hold up the order: the next call records again.

@@ -38,10 +38,15 @@ export function outageAlertMessageId(service: string, outage: number): string {
   return `service-outage:${service}:${outage}`;
 }
 
+type HealthEvent = { kind: 'failed'; failure: ServiceFailure } | { kind: 'answered' };
+
 export class ServiceOutageWatch implements OutageWatch {
   /** Services this process saw fail since it last closed (or found closed) their record. */
   private readonly failing = new Set<string>();
   private readonly checkedAt = new Map<string, number>();
+  /** Events not yet written, per service, and the one flush per service that writes them. */
+  private readonly pending = new Map<string, HealthEvent[]>();
+  private readonly flushing = new Map<string, Promise<void>>();
 
   constructor(
     /** A promise while the table is still being opened: an Agent never waits for it to call. */
@@ -55,31 +60,85 @@ export class ServiceOutageWatch implements OutageWatch {
     }
   }
 
-  async failed(service: string, failure: ServiceFailure): Promise<void> {
+  failed(service: string, failure: ServiceFailure): Promise<void> {
     this.failing.add(service);
-    const decided = await this.update(service, (h) =>
-      afterFailure(h, failure, this.clock.now(), this.options.threshold),
-    );
-    if (!decided?.alert) return;
-    await this.sendAlert(service, decided.health);
-    // Best effort: a lost race here only means another writer may send the (deduplicated) alert again.
-    await this.update(service, (h) =>
-      h.open && h.outages === decided.health.outages && !h.alertSent
-        ? { health: { ...h, alertSent: true }, alert: false }
-        : undefined,
-    ).catch(() => undefined);
+    return this.record(service, { kind: 'failed', failure });
   }
 
-  async answered(service: string): Promise<void> {
+  answered(service: string): Promise<void> {
     const now = this.clock.now().getTime();
     const recheckMs = this.options.recheckMs ?? 60_000;
-    if (!this.failing.has(service) && now - (this.checkedAt.get(service) ?? 0) < recheckMs) return;
+    if (!this.failing.has(service) && now - (this.checkedAt.get(service) ?? 0) < recheckMs) {
+      return Promise.resolve();
+    }
     this.checkedAt.set(service, now);
-    await this.update(service, (h) => {
-      const closed = afterAnswer(h);
-      return closed ? { health: closed, alert: false } : undefined;
-    });
     this.failing.delete(service);
+    return this.record(service, { kind: 'answered' });
+  }
+
+  /**
+   * Queues the event and makes sure one flush per service is writing: every Agent of a service
+   * shares one row, so a process writes it one batch at a time instead of racing itself for the
+   * ETag (under an outage all its Agents fail at once).
+   */
+  private record(service: string, event: HealthEvent): Promise<void> {
+    const queue = this.pending.get(service) ?? [];
+    queue.push(event);
+    this.pending.set(service, queue);
+    return this.kick(service);
+  }
+
+  private kick(service: string): Promise<void> {
+    const current = this.flushing.get(service);
+    if (current) return current;
+    const running = this.flush(service).finally(() => {
+      this.flushing.delete(service);
+      // An event queued as the flush was ending: write it too.
+      if (this.pending.has(service)) this.kick(service).catch(() => undefined);
+    });
+    this.flushing.set(service, running);
+    return running;
+  }
+
+  private async flush(service: string): Promise<void> {
+    for (let batch = this.take(service); batch.length > 0; batch = this.take(service)) {
+      let owed: ServiceHealth | undefined;
+      const written = await this.update(service, (h) => {
+        owed = undefined;
+        let health = h;
+        let changed = false;
+        for (const event of batch) {
+          if (event.kind === 'failed') {
+            const next = afterFailure(health, event.failure, this.clock.now(), this.options.threshold);
+            health = next.health;
+            changed = true;
+            if (next.alert) owed = health;
+          } else {
+            const closed = afterAnswer(health);
+            if (closed) {
+              health = closed;
+              changed = true;
+            }
+          }
+        }
+        return changed ? { health, alert: owed !== undefined } : undefined;
+      });
+      if (!written || !owed) continue;
+      const alerted = owed;
+      await this.sendAlert(service, alerted);
+      // Best effort: a lost race here only means another writer may send the (deduplicated) alert again.
+      await this.update(service, (h) =>
+        h.open && h.outages === alerted.outages && !h.alertSent
+          ? { health: { ...h, alertSent: true }, alert: false }
+          : undefined,
+      ).catch(() => undefined);
+    }
+  }
+
+  private take(service: string): HealthEvent[] {
+    const batch = this.pending.get(service) ?? [];
+    this.pending.delete(service);
+    return batch;
   }
 
   /** Read, decide, write with the ETag; on a conflict read again. `decide` undefined = no write. */
