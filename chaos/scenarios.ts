@@ -481,10 +481,13 @@ export const scenarios: Scenario[] = [
       'step timeout), as after a revoked key, then recovers: every order Processed, none compensated, ' +
       'exactly one operator alert for the outage and none for an order',
     async run(ctx, n) {
+      // The key is revoked before the orders come; the outage lasts from the first refused call, so
+      // it is longer than a step timeout however slow the machine is.
+      ctx.stack.remote.payment.setFaults({ answerStatus: 401 });
       // Half the baseline's pace: the scenario is about the outage, not overload (burst).
       const submitting = submitMany(ctx, n, [[]], 100);
-      await sleep(300);
-      ctx.stack.remote.payment.setFaults({ answerStatus: 401 });
+      const refused = () => ctx.ledgers().payment.counts.faultsInjected['status-401'] ?? 0;
+      for (let waited = 0; refused() === 0 && waited < 60_000; waited += 200) await sleep(200);
       await sleep(credentialOutageMs);
       ctx.stack.remote.payment.setFaults({});
       await submitting;
