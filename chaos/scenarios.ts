@@ -5,10 +5,10 @@ import { queues } from '../shared/messaging/entities.js';
 import {
   addHost,
   chaosSettings,
-  readQueues,
   crashHost,
   crashServiceBusKeepingData,
   proxyTables,
+  readQueues,
   repoRoot,
   restartAzurite,
   restartServiceBusEmpty,
@@ -22,6 +22,7 @@ import {
 } from './harness.js';
 import { writeAppRootWithout } from './partialApp.js';
 import { writeShortLockAppRoot } from './shortLockApp.js';
+import { startThrottlingProxy, type ThrottlingProxy } from './throttlingProxy.js';
 
 /**
  * The chaos scenarios. Each submits `n` orders and does its damage while they run; the runner
@@ -148,6 +149,30 @@ async function everyOrderProcessedUntouched(
   if (mine.length > 0) violations.push(`${mine.length} operator alert(s) for its orders`);
   return { violations, note: `${note}${retried}, ${mine.length} alerts` };
 }
+
+/**
+ * For scenarios whose faults are all recoverable (503s, 429s, throttling, an outage that ends):
+ * waiting is allowed, failing is not, so no order may end in Error.
+ */
+async function noOrderInError(ctx: ChaosContext): Promise<{ violations: string[]; note: string }> {
+  let errors = 0;
+  let retried = 0;
+  for (const orderId of ctx.submitted.keys()) {
+    const stored = await ctx.store.load(orderId);
+    if (stored?.state.processState === 'Error') errors += 1;
+    if (stored && stored.state.failureCount > 0) retried += 1;
+  }
+  return {
+    violations: errors > 0 ? [`${errors} order(s) ended in Error although every fault was recoverable`] : [],
+    note: `${errors} in Error, ${retried} spent failure budget`,
+  };
+}
+
+/** credential-outage: the payment service answers 401 to everything for this long. */
+const credentialOutageMs = 8000;
+
+/** storage-throttling: the proxy in front of the host's tables, per run. */
+const throttlingProxies = new WeakMap<ChaosContext, ThrottlingProxy>();
 
 export const scenarios: Scenario[] = [
   {
@@ -447,6 +472,7 @@ export const scenarios: Scenario[] = [
       await submitMany(ctx, n, [[]], 60);
       return 'transientRate 0.3';
     },
+    check: noOrderInError,
   },
   {
     name: 'transient-50pct',
@@ -459,6 +485,7 @@ export const scenarios: Scenario[] = [
       await submitMany(ctx, n, [[]], 60);
       return 'transientRate 0.5';
     },
+    check: noOrderInError,
   },
   {
     name: 'remote-faults-mix',
@@ -479,6 +506,134 @@ export const scenarios: Scenario[] = [
       ];
       await submitMany(ctx, n, profiles, 60);
       return `${profiles.length} fault profiles`;
+    },
+    async check(ctx) {
+      // Throttling (429) is recoverable: those orders must end Processed.
+      const throttle = faultSku('inventory', 'throttle');
+      let throttled = 0;
+      let notProcessed = 0;
+      for (const [orderId, s] of ctx.submitted) {
+        if (s.skus.length !== 1 || s.skus[0] !== throttle) continue;
+        throttled += 1;
+        if ((await ctx.store.load(orderId))?.state.processState !== 'Processed') notProcessed += 1;
+      }
+      return {
+        violations:
+          notProcessed > 0 ? [`${notProcessed} throttled (429) order(s) did not end Processed`] : [],
+        note: `${throttled - notProcessed}/${throttled} throttled orders Processed`,
+      };
+    },
+  },
+  {
+    name: 'credential-outage',
+    quick: true,
+    recoverable: true,
+    outageSeconds: credentialOutageMs / 1000,
+    // Low enough that a quick run's dozen orders open the outage too.
+    settings: { SERVICE_OUTAGE_ALERT_THRESHOLD: '3' },
+    what:
+      `the payment service answers 401 to every call for ${credentialOutageMs / 1000} s (longer than a ` +
+      'step timeout), as after a revoked key, then recovers: every order Processed, none compensated, ' +
+      'exactly one operator alert for the outage and none for an order',
+    async run(ctx, n) {
+      // The key is revoked before the orders come; the outage lasts from the first refused call, so
+      // it is longer than a step timeout however slow the machine is.
+      ctx.stack.remote.payment.setFaults({ answerStatus: 401 });
+      // Half the baseline's pace: the scenario is about the outage, not overload (burst).
+      const submitting = submitMany(ctx, n, [[]], 100);
+      const refused = () => ctx.ledgers().payment.counts.faultsInjected['status-401'] ?? 0;
+      for (let waited = 0; refused() === 0 && waited < 60_000; waited += 200) await sleep(200);
+      await sleep(credentialOutageMs);
+      ctx.stack.remote.payment.setFaults({});
+      await submitting;
+      return `payment 401 for ${credentialOutageMs / 1000} s`;
+    },
+    async check(ctx) {
+      const violations: string[] = [];
+      const byState: Record<string, number> = {};
+      for (const orderId of ctx.submitted.keys()) {
+        const state = (await ctx.store.load(orderId))?.state.processState ?? 'missing';
+        byState[state] = (byState[state] ?? 0) + 1;
+      }
+      const processed = byState.Processed ?? 0;
+      if (processed !== ctx.submitted.size)
+        violations.push(
+          `${ctx.submitted.size - processed} order(s) not Processed (${JSON.stringify(byState)})`,
+        );
+      const ledgers = ctx.ledgers();
+      const undone = Object.values(ledgers).reduce(
+        (n, l) => n + l.counts.compensations + l.counts.tombstones,
+        0,
+      );
+      if (undone > 0) violations.push(`${undone} compensation(s) reached the services`);
+      const refused = ledgers.payment.counts.faultsInjected['status-401'] ?? 0;
+      if (refused === 0) violations.push('the payment service answered no 401');
+      const { alerts } = await readQueues(ctx);
+      const outage = alerts.filter((a) => a.orderId === 'service:payment');
+      const orderAlerts = alerts.filter((a) => !a.orderId?.startsWith('service:'));
+      if (outage.length !== 1)
+        violations.push(`${outage.length} outage alert(s) for payment, expected exactly 1`);
+      if (orderAlerts.length > 0) violations.push(`${orderAlerts.length} order alert(s)`);
+      const status = (outage[0]?.body as { status?: number } | undefined)?.status;
+      if (outage.length === 1 && status !== 401)
+        violations.push(`the outage alert names status ${status}, not 401`);
+      return {
+        violations,
+        note: `${refused} calls answered 401; ${outage.length} outage alert(s); ${undone} compensations`,
+      };
+    },
+  },
+  {
+    name: 'storage-throttling',
+    quick: false,
+    recoverable: true,
+    what:
+      "an HTTP proxy in front of the host's table endpoint answers 20 % of table requests at once with " +
+      '503 ServerBusy (a quarter of those 500 OperationTimedOut), seeded: every order Processed',
+    async run(ctx, n) {
+      const table = new URL(ctx.azurite.tableUrl);
+      const proxy = await startThrottlingProxy(
+        { host: table.hostname, port: Number(table.port) },
+        { rate: 0.2, seed: 13 },
+      );
+      throttlingProxies.set(ctx, proxy);
+      ctx.stack.env.StateStoreConnection = ctx.azurite.connectionString.replace(
+        /TableEndpoint=http:\/\/[^/;]+/,
+        `TableEndpoint=http://127.0.0.1:${proxy.port}`,
+      );
+      await ctx.stack.killHost('SIGTERM');
+      await ctx.stack.startHost();
+      // Half the baseline's pace: this scenario is about throttled requests, not overload (burst).
+      await submitMany(ctx, n, [[], slowAll(200)], 100);
+      return 'tables throttled 20 %';
+    },
+    async check(ctx) {
+      const proxy = throttlingProxies.get(ctx);
+      const violations: string[] = [];
+      let notProcessed = 0;
+      let retried = 0;
+      // Where the spent budget went: a step that needed another attempt, or only a late claim.
+      const redone: Record<string, number> = { claim: 0 };
+      for (const orderId of ctx.submitted.keys()) {
+        const stored = await ctx.store.load(orderId);
+        if (stored?.state.processState !== 'Processed') notProcessed += 1;
+        if (stored && stored.state.failureCount > 0) {
+          retried += 1;
+          const steps = stored.state.steps.filter((st) => st.attempt > 1).map((st) => st.name);
+          for (const name of steps.length > 0 ? steps : ['claim']) redone[name] = (redone[name] ?? 0) + 1;
+        }
+      }
+      if (notProcessed > 0) violations.push(`${notProcessed} order(s) not Processed`);
+      const throttled = proxy?.throttled() ?? 0;
+      const forwarded = proxy?.forwarded() ?? 0;
+      if (throttled === 0) violations.push('the proxy throttled no request');
+      await proxy?.close();
+      return {
+        violations,
+        note:
+          `${throttled} of ${throttled + forwarded} table requests throttled; ${retried} order(s) spent ` +
+          `failure budget (${JSON.stringify(redone)})`,
+      };
     },
   },
   {

@@ -1,7 +1,8 @@
 import { app, type InvocationContext } from '@azure/functions';
 import { settings } from '../shared/config/settings.js';
-import { dependencies } from '../shared/app/runtime.js';
+import { dependencies, outageWatch } from '../shared/app/runtime.js';
 import { handleAgentRequest } from '../shared/agents/agent.js';
+import { orderRefusals } from '../shared/domain/index.js';
 import { queues, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
 
 settings();
@@ -10,7 +11,14 @@ settings();
 export async function inventoryAgent(message: unknown, context: InvocationContext): Promise<void> {
   const deps = await dependencies();
   await handleAgentRequest(
-    { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.inventory },
+    {
+      bus: deps.bus,
+      clock: deps.clock,
+      serviceUrl: settings().remoteServices.inventory,
+      refusals: orderRefusals.inventory,
+      service: 'inventory',
+      outages: outageWatch(deps),
+    },
     queues.inventoryAgent,
     message,
     context,

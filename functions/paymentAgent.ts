@@ -1,7 +1,8 @@
 import { app, type InvocationContext } from '@azure/functions';
 import { settings } from '../shared/config/settings.js';
-import { dependencies } from '../shared/app/runtime.js';
+import { dependencies, outageWatch } from '../shared/app/runtime.js';
 import { handleAgentRequest } from '../shared/agents/agent.js';
+import { orderRefusals } from '../shared/domain/index.js';
 import { queues, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
 
 settings();
@@ -10,7 +11,14 @@ settings();
 export async function paymentAgent(message: unknown, context: InvocationContext): Promise<void> {
   const deps = await dependencies();
   await handleAgentRequest(
-    { bus: deps.bus, clock: deps.clock, serviceUrl: settings().remoteServices.payment },
+    {
+      bus: deps.bus,
+      clock: deps.clock,
+      serviceUrl: settings().remoteServices.payment,
+      refusals: orderRefusals.payment,
+      service: 'payment',
+      outages: outageWatch(deps),
+    },
     queues.paymentAgent,
     message,
     context,

@@ -25,6 +25,8 @@ export interface ServiceBusEmulatorOptions {
   /** With dataDir: appended records after which the log is compacted (default 10 000). */
   compactAfterRecords?: number;
   log?: (line: string) => void;
+  /** Fault injection for tests: refuse a send as throttled (`com.microsoft:server-busy`). */
+  refuseSend?: (entity: string, messageId: string | undefined) => boolean;
 }
 
 export interface ServiceBusEmulator {
@@ -60,7 +62,12 @@ export async function startServiceBusEmulator(
       throw err;
     }
   }
-  const server = new AmqpServer(ns, { port: options.port ?? 5672, host, log });
+  const server = new AmqpServer(ns, {
+    port: options.port ?? 5672,
+    host,
+    log,
+    refuseSend: options.refuseSend,
+  });
   let port: number;
   try {
     port = await server.listen();

@@ -61,6 +61,8 @@ export interface ServerOptions {
   port: number;
   host: string;
   log: (line: string) => void;
+  /** Fault injection: refuse this send with `com.microsoft:server-busy` (Service Bus throttling). */
+  refuseSend?: (entity: string, messageId: string | undefined) => boolean;
 }
 
 export class AmqpServer {
@@ -315,6 +317,11 @@ export class AmqpServer {
       }
       const messages =
         format === BATCH_FORMAT ? splitBatch(ctx.message as unknown as Buffer) : [ctx.message as Message];
+      const id = messages[0]?.message_id;
+      if (this.options.refuseSend?.(address, id === undefined ? undefined : String(id))) {
+        delivery.reject({ condition: 'com.microsoft:server-busy', description: 'The server is busy.' });
+        return;
+      }
       for (const m of messages) this.ns.validateSend(address, m);
       const now = Date.now();
       for (const m of messages) this.ns.send(address, m, now);

@@ -81,6 +81,8 @@ var appSettings = {
   FAILURE_HARD_THRESHOLD: failureHardThreshold
   EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds
   STATUS_EVENTS: statusEvents
+  // Consecutive operational failures at one remote service that raise its outage alert.
+  SERVICE_OUTAGE_ALERT_THRESHOLD: '5'
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

@@ -30,6 +30,11 @@ export const faultSettingsSchema = z.strictObject({
   hangRate: z.number().min(0).max(1).optional(),
   /** Seeds the PRNG behind the rates and the jitter, so a chaos run can be replayed. */
   seed: z.number().int().optional(),
+  /**
+   * Every operation (action and compensation) is answered with this status and no effect, until
+   * cleared: a revoked credential (401), a missing permission (403), a wrong route (404)...
+   */
+  answerStatus: z.number().int().min(400).max(599).optional(),
 });
 
 export type FaultSettings = z.infer<typeof faultSettingsSchema>;

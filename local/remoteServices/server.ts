@@ -217,6 +217,10 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       }
     }
 
+    if (faults.answerStatus !== undefined) {
+      return inject(`status-${faults.answerStatus}`, faults.answerStatus, 'Refused by service settings');
+    }
+
     const hangFault = compensation ? undefined : has('hang');
     if ((faults.hangRate && random() < faults.hangRate) || (hangFault && attempt <= hangFault.n)) {
       ledger.countFault('hang');

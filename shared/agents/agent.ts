@@ -1,11 +1,21 @@
 import type { InvocationContext } from '@azure/functions';
-import { dispatchMessageId, type Clock } from '../domain/index.js';
-import { agentRequestSchema, parseMessage, type AgentReplyMessage } from '../messaging/contracts.js';
+import { dispatchMessageId, meaningOf, type Clock, type RefusalDeclaration } from '../domain/index.js';
+import {
+  agentRequestSchema,
+  parseMessage,
+  type AgentReplyMessage,
+  type AgentRequestMessage,
+} from '../messaging/contracts.js';
 import { queues } from '../messaging/entities.js';
 import type { MessageBus } from '../messaging/bus.js';
 import { rejectPoison } from '../messaging/poison.js';
 import { logger } from '../observability/logger.js';
-import { callRemoteService, type RemoteCallPolicyOptions } from './remoteServiceClient.js';
+import {
+  callRemoteService,
+  type RemoteCallPolicyOptions,
+  type RemoteCallResult,
+} from './remoteServiceClient.js';
+import type { OutageWatch } from './outageWatch.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
@@ -17,6 +27,12 @@ export interface AgentDependencies {
   clock: Clock;
   /** Base URL of the remote service this Agent wraps. */
   serviceUrl: string;
+  /** Which of the service's answers are business refusals; every other failure stalls. */
+  refusals: RefusalDeclaration;
+  /** The service's name in alerts and logs; default the Agent's queue. */
+  service?: string;
+  /** Counts consecutive operational failures at the service and alerts once per outage. */
+  outages?: OutageWatch;
   callPolicy?: Partial<RemoteCallPolicyOptions>;
   /** Fires when the host shuts down: the call stops like at the deadline. */
   signal?: AbortSignal;
@@ -52,18 +68,74 @@ export async function handleAgentRequest(
       body: request.payload,
       idempotencyKey: request.idempotencyKey,
       completeBy,
+      reportBy: reportByFor(deps.clock.now(), completeBy),
       signal: deps.signal,
     },
     deps.callPolicy,
     deps.clock,
   );
+  const verdict = verdictOf(deps.refusals, result);
+  const service = deps.service ?? queueName;
+  // The reply first, and health bookkeeping (a shared table row) in the background: it must never
+  // push a reply past complete-by nor hold the invocation's slot.
+  try {
+    await passOn(deps, request, result, verdict, completeBy, log);
+  } finally {
+    void recordHealth(deps, service, verdict, log);
+  }
+}
 
-  if (result.outcome === 'deadline-passed' || deps.clock.now().getTime() >= completeBy.getTime()) {
+async function passOn(
+  deps: AgentDependencies,
+  request: AgentRequestMessage,
+  result: RemoteCallResult,
+  verdict: Verdict,
+  completeBy: Date,
+  log: ReturnType<typeof logger>,
+): Promise<void> {
+  if (verdict.kind === 'silent' || deps.clock.now().getTime() >= completeBy.getTime()) {
     log.warn('stopping silently: complete-by reached', {
       outcome: result.outcome,
       attempts: result.attempts,
       reason: result.outcome === 'deadline-passed' ? result.reason : 'answer arrived after complete-by',
     });
+    return;
+  }
+  const requestId = dispatchMessageId(
+    request.orderId,
+    request.step,
+    request.attempt,
+    request.kind,
+    request.run,
+  );
+  if (verdict.kind === 'stalled') {
+    log.warn('remote service unavailable; reporting the step stalled (no compensation)', {
+      attempts: result.attempts,
+      status: verdict.status,
+      error: verdict.detail,
+    });
+    const stalled: AgentReplyMessage = {
+      type: 'agent-reply',
+      orderId: request.orderId,
+      run: request.run,
+      step: request.step,
+      kind: request.kind,
+      attempt: request.attempt,
+      outcome: 'stalled',
+      error: {
+        message: verdict.detail.slice(0, 2000),
+        ...(verdict.status !== undefined ? { status: verdict.status } : {}),
+      },
+    };
+    // Its own id: a redelivered request that then succeeds must still get its reply through.
+    await deps.bus.send(queues.scheduler, [
+      {
+        messageId: `${requestId}:stalled`,
+        body: stalled,
+        subject: 'agent-reply',
+        correlationId: request.orderId,
+      },
+    ]);
     return;
   }
 
@@ -79,23 +151,74 @@ export async function handleAgentRequest(
   if (result.outcome === 'succeeded') {
     reply.result = result.body;
     log.info('remote call succeeded', { attempts: result.attempts, status: result.status });
-  } else {
+  } else if (result.outcome === 'failed-permanently') {
     reply.error = { message: result.error.slice(0, 2000) };
     if (result.status !== undefined) reply.error.status = result.status;
-    log.warn('remote call failed permanently; replying with the error', {
+    log.warn('remote service refused; replying with the refusal', {
       attempts: result.attempts,
       status: result.status,
       error: result.error,
     });
   }
-  const requestId = dispatchMessageId(
-    request.orderId,
-    request.step,
-    request.attempt,
-    request.kind,
-    request.run,
-  );
   await deps.bus.send(queues.scheduler, [
     { messageId: `${requestId}:reply`, body: reply, subject: 'agent-reply', correlationId: request.orderId },
   ]);
+}
+
+/**
+ * What the call means for the order: an answer (success or business refusal) to pass on, an
+ * operational failure to report as a stall, or nothing to say (complete-by reached mid-call, the
+ * host stopping): the Supervisor's timeout covers those.
+ */
+type Verdict =
+  { kind: 'answered' } | { kind: 'stalled'; status?: number; detail: string } | { kind: 'silent' };
+
+function verdictOf(refusals: RefusalDeclaration, result: RemoteCallResult): Verdict {
+  switch (result.outcome) {
+    case 'succeeded':
+      return { kind: 'answered' };
+    case 'failed-permanently':
+      if (result.status !== undefined && meaningOf(refusals, result.status, result.body) === 'operational') {
+        return { kind: 'stalled', status: result.status, detail: result.error };
+      }
+      return { kind: 'answered' };
+    case 'deadline-passed': {
+      const failure = {
+        ...(result.lastStatus !== undefined ? { status: result.lastStatus } : {}),
+        detail: result.lastError ?? 'no answer from the service',
+      };
+      if (result.reason === 'deadline' || result.reason === 'aborted') return { kind: 'silent' };
+      return { kind: 'stalled', ...failure };
+    }
+  }
+}
+
+/**
+ * When the Agent stops retrying to report a stall: a quarter of its window before complete-by
+ * (at least 0.5 s, at most 10 s), so the reply is applied before the Supervisor looks.
+ */
+export function reportByFor(now: Date, completeBy: Date): Date {
+  const window = completeBy.getTime() - now.getTime();
+  const margin = Math.min(10_000, Math.max(500, window / 4));
+  return new Date(completeBy.getTime() - margin);
+}
+
+async function recordHealth(
+  deps: AgentDependencies,
+  service: string,
+  verdict: Verdict,
+  log: ReturnType<typeof logger>,
+): Promise<void> {
+  if (!deps.outages) return;
+  try {
+    if (verdict.kind === 'answered') await deps.outages.answered(service);
+    // A call cut off by our own complete-by says nothing about the service (the breaker agrees):
+    // an Agent that started late behind a backlog must not raise an outage.
+    else if (verdict.kind === 'stalled') {
+      await deps.outages.failed(service, { status: verdict.status, detail: verdict.detail });
+    }
+  } catch (e) {
+    // Health bookkeeping must never hold up the order: the next call records again.
+    log.warn('could not record the service health', { service, error: (e as Error).message });
+  }
 }

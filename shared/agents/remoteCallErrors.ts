@@ -28,7 +28,13 @@ export class InterruptedAttemptError extends TransientRemoteError {
   }
 }
 
-export type StopReason = 'deadline' | 'aborted' | 'retries-exhausted' | 'retry-after-beyond-deadline';
+export type StopReason =
+  | 'deadline'
+  | 'aborted'
+  | 'retries-exhausted'
+  | 'retry-after-beyond-deadline'
+  /** A failed attempt would be retried after `reportBy`: the caller wants to report instead. */
+  | 'report-by';
 
 /** Ends the call without another attempt and without a reply: the Agent stops silently. */
 export class StopCallingError extends Error {

@@ -53,6 +53,12 @@ export interface RemoteCallRequest {
   idempotencyKey: string;
   /** The step's complete-by; nothing is sent at or after it. */
   completeBy: Date;
+  /**
+   * After a failed attempt, no retry starts (and no back-off waits) past this: the call ends with
+   * `report-by` so the caller can still answer before complete-by. An attempt already in flight
+   * runs on until complete-by: a slow success is still a success.
+   */
+  reportBy?: Date;
   /** The caller's own cancellation (e.g. the host shutting down); ends the call like the deadline. */
   signal?: AbortSignal;
   /** Observes each request just before it is sent. */
@@ -66,7 +72,14 @@ export type RemoteCallResult =
    * Stop silently: the deadline passed, the caller aborted, transient failures outlasted the
    * attempt budget, or the service asked us to wait past the deadline. No reply is due.
    */
-  | { outcome: 'deadline-passed'; reason: StopReason; attempts: number; lastError?: string };
+  | {
+      outcome: 'deadline-passed';
+      reason: StopReason;
+      attempts: number;
+      lastError?: string;
+      /** The status of the last failed answer, when there was one. */
+      lastStatus?: number;
+    };
 
 /** The largest delay setTimeout accepts. */
 const maxTimerMs = 2_147_483_647;
@@ -122,14 +135,18 @@ export async function callRemoteService(
     halfOpenAfterMs: policy.breakerHalfOpenAfterMs,
   });
   const msLeft = () => request.completeBy.getTime() - clock.now().getTime();
+  const reportBy = request.reportBy?.getTime() ?? Number.POSITIVE_INFINITY;
+  const msToReport = () => reportBy - clock.now().getTime();
   let attempts = 0;
   let lastError: string | undefined;
+  let lastStatus: number | undefined;
 
   const stopped = (reason: StopReason): RemoteCallResult => ({
     outcome: 'deadline-passed',
     reason,
     attempts,
     ...(lastError === undefined ? {} : { lastError }),
+    ...(lastStatus === undefined ? {} : { lastStatus }),
   });
   if (request.signal?.aborted) return stopped('aborted');
   if (msLeft() <= 0) return stopped('deadline');
@@ -160,7 +177,7 @@ export async function callRemoteService(
       delay = Math.max(delay, failure.retryAfterMs);
     }
     if (failure instanceof BrokenCircuitError) delay = Math.max(delay, breaker.halfOpensAt - Date.now());
-    return Math.max(0, Math.min(delay, msLeft()));
+    return Math.max(0, Math.min(delay, msLeft(), msToReport()));
   });
 
   const retryPolicy = retry(
@@ -203,6 +220,7 @@ export async function callRemoteService(
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), clock.now());
     if (retryAfterMs !== undefined && retryAfterMs >= msLeft()) {
       lastError = problemDetail(response.status, body);
+      lastStatus = response.status;
       throw new StopCallingError(
         'retry-after-beyond-deadline',
         `Retry-After ${retryAfterMs} ms passes complete-by`,
@@ -214,11 +232,20 @@ export async function callRemoteService(
   const execution = retryPolicy.execute(({ signal }) => {
     // Checked before the breaker, so a call stopped here never counts as a half-open probe.
     if (stop.signal.aborted) throw new StopCallingError(stopReason(), 'stopped before sending');
+    // Only after a failure: the first attempt always goes, and a success needs no report.
+    if (lastError !== undefined && msToReport() <= 0)
+      throw new StopCallingError('report-by', 'time to report');
     return attemptPolicy.execute(({ signal: attemptSignal }) => sendOnce(attemptSignal), signal);
   }, stop.signal);
   retryPolicy.onRetry((failure) => {
     if ('error' in failure)
       lastError = failure.error instanceof Error ? failure.error.message : String(failure.error);
+    if (
+      'error' in failure &&
+      failure.error instanceof TransientRemoteError &&
+      failure.error.status !== undefined
+    )
+      lastStatus = failure.error.status;
   });
   // Returns as soon as the deadline passes, even mid back-off; the background retry loop then
   // finds the stop signal raised and ends without sending anything.
@@ -245,6 +272,7 @@ export async function callRemoteService(
     if (error instanceof StopCallingError) return stopped(error.reason);
     if (error instanceof TransientRemoteError) {
       lastError = error.message;
+      if (error.status !== undefined) lastStatus = error.status;
       return stopped(stop.signal.aborted ? stopReason() : 'retries-exhausted');
     }
     if (stop.signal.aborted) return stopped(stopReason());

@@ -4,6 +4,8 @@ import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
 import { queues } from '../messaging/entities.js';
+import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
+import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
 
 /**
@@ -44,4 +46,25 @@ async function create(s: Settings): Promise<Dependencies> {
     workflow: orderWorkflow,
     statusEvents: s.statusEvents,
   };
+}
+
+let outages: OutageWatch | undefined;
+
+/**
+ * The Agents' outage alarm, on the state store's account and the app's bus. Returned at once: the
+ * table opens in the background, so a cold Agent calls its service without waiting for it.
+ */
+export function outageWatch(deps: Dependencies): OutageWatch {
+  if (!outages) {
+    const s = settings();
+    const table = ServiceHealthTable.open(s.stateStore);
+    // A failed open is retried by the next invocation (the Agent only logs health errors).
+    table.catch(() => {
+      outages = undefined;
+    });
+    outages = new ServiceOutageWatch(table, deps.bus, deps.clock, {
+      threshold: s.serviceOutageAlertThreshold,
+    });
+  }
+  return outages;
 }

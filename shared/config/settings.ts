@@ -26,6 +26,7 @@ export const settingNames = {
   failureHardThreshold: 'FAILURE_HARD_THRESHOLD',
   extendedBackoffSeconds: 'EXTENDED_BACKOFF_SECONDS',
   statusEvents: 'STATUS_EVENTS',
+  serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
 } as const;
 
 export type ServiceBusConnection =
@@ -49,6 +50,8 @@ export interface Settings {
   statusEvents: StatusEventLevel;
   /** host.json functionTimeout: no invocation (a stalled submission, say) outlives it. */
   functionTimeoutSeconds?: number;
+  /** Consecutive operational failures at one remote service that raise its outage alert. */
+  serviceOutageAlertThreshold: number;
 }
 
 export class SettingsError extends Error {
@@ -242,6 +245,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     failureHardThreshold: hard,
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
     statusEvents: oneOf(env, settingNames.statusEvents, statusEventLevels, defaultStatusEventLevel),
+    serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
   };
   const host = limits ?? readHostLimits(env);
   checkAgainstLimits(loaded, host);

@@ -53,7 +53,9 @@ export function dispatchCommand(
     attempt,
     completeBy: step.completeBy,
     delaySeconds,
-    idempotencyKey: compensate ? compensationIdempotencyKey(state.orderId, def.name, step.run) : actionKey,
+    idempotencyKey: compensate
+      ? compensationIdempotencyKey(state.orderId, def.name, step.run, state.run)
+      : actionKey,
     actionIdempotencyKey: actionKey,
     messageId: dispatchMessageId(state.orderId, def.name, attempt, kind, state.run),
   };
@@ -64,11 +66,13 @@ export function notifyCommand(state: OrderState, now: Date): NotifyScheduler {
   const delaySeconds = delayUntil(state, now);
   let reason: NotifyScheduler['reason'];
   let n: number;
-  if (state.failureCount > 0) {
+  // Every retry, counted or stalled, gets its own number, so no retry's message id repeats another's.
+  const retries = state.failureCount + state.steps.reduce((sum, st) => sum + st.stalls, 0);
+  if (retries > 0) {
     // Delayed exactly when the transition applied the extended back-off (scheduledFor > updatedAt).
     const delayed = state.scheduledFor !== null && state.scheduledFor.getTime() > state.updatedAt.getTime();
     reason = delayed ? 'backoff-retry' : 'retry';
-    n = state.failureCount;
+    n = retries;
   } else if (state.run > 1) {
     reason = 'resubmitted';
     n = state.run;

@@ -5,6 +5,15 @@ export type OrderEvent =
   | { type: 'StepSucceeded'; step: string; run: number; attempt: number }
   | { type: 'StepFailedPermanently'; step: string; run: number; attempt: number; error: string }
   | { type: 'TimedOut' }
+  /** The Agent could not reach a verdict (credentials, route, 5xx, throttling): not a refusal. */
+  | {
+      type: 'StepStalled';
+      step: string;
+      run: number;
+      attempt: number;
+      kind: 'do' | 'compensate';
+      detail: string;
+    }
   | { type: 'CompensationSucceeded'; step: string; run: number; attempt: number }
   | { type: 'CompensationFailed'; step: string; run: number; attempt: number; error: string }
   | { type: 'OperatorResubmit'; by: string }
@@ -18,6 +27,7 @@ export const orderEventTypes: readonly OrderEventType[] = [
   'StepSucceeded',
   'StepFailedPermanently',
   'TimedOut',
+  'StepStalled',
   'CompensationSucceeded',
   'CompensationFailed',
   'OperatorResubmit',

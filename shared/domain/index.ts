@@ -8,6 +8,8 @@ export * from './orderId.js';
 export * from './orderWorkflow.js';
 export * from './outstanding.js';
 export * from './policy.js';
+export * from './refusals.js';
+export * from './serviceHealth.js';
 export * from './state.js';
 export * from './transition.js';
 export * from './workflow.js';

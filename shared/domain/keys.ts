@@ -11,8 +11,19 @@ export function actionIdempotencyKey(orderId: string, step: string, run: number)
   return `${orderId}:${step}${runSuffix(run)}`;
 }
 
-export function compensationIdempotencyKey(orderId: string, step: string, run: number): string {
-  return `${actionIdempotencyKey(orderId, step, run)}:compensate`;
+/**
+ * The undo's key names the action's run and, when a later run does the undo (an operator
+ * resubmitted after the service refused the first undo), that run too: a provider that caches
+ * answers per key would otherwise answer the new undo with the old refusal forever.
+ */
+export function compensationIdempotencyKey(
+  orderId: string,
+  step: string,
+  run: number,
+  undoRun: number = run,
+): string {
+  const later = undoRun !== run ? runSuffix(undoRun) : '';
+  return `${actionIdempotencyKey(orderId, step, run)}:compensate${later}`;
 }
 
 export function dispatchMessageId(

@@ -1,4 +1,5 @@
 import { queues } from '../messaging/entities.js';
+import type { RefusalDeclaration } from './refusals.js';
 import { defineWorkflow } from './workflow.js';
 
 /**
@@ -18,3 +19,20 @@ export const orderWorkflow = defineWorkflow({
     },
   ],
 });
+
+/**
+ * The answers each step's service gives for a business "no" (see refusals.ts): the demo
+ * services answer 422 for a refusal and 409 `tombstoned` for an action that arrives after its
+ * undo. Their other 409 (`key-conflict`: one key, two orders) is our bug, not the customer's, so
+ * it stalls and alerts like a 401 does.
+ */
+const demoServiceRefusals: RefusalDeclaration = {
+  statuses: [422],
+  problemTypes: ['urn:order-processing:problem:tombstoned'],
+};
+
+export const orderRefusals = {
+  inventory: demoServiceRefusals,
+  payment: demoServiceRefusals,
+  shipping: demoServiceRefusals,
+} as const satisfies Record<(typeof orderWorkflow.steps)[number]['name'], RefusalDeclaration>;

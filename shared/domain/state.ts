@@ -36,6 +36,15 @@ export interface StepState {
   startedAt: Date | null;
   completedAt: Date | null;
   compensatedAt: Date | null;
+  /**
+   * The current attempt (do or undo) when its Agent reported an operational failure (a `stalled`
+   * reply): its timeout is then retried without spending the failure budget. Null otherwise.
+   */
+  stalledAttempt: number | null;
+  /** Stalled action attempts that timed out in this run (they do not count as failures). */
+  stalls: number;
+  /** Stalled undo attempts that timed out in this run (they do not count towards giving up). */
+  undoStalls: number;
 }
 
 export interface OrderState {

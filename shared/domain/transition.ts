@@ -60,6 +60,9 @@ export function decide(
     case 'TimedOut':
       t.timedOut();
       break;
+    case 'StepStalled':
+      t.stepStalled(event);
+      break;
     case 'CompensationSucceeded':
       t.compensationSucceeded(t.currentCompensation(event));
       break;
@@ -118,6 +121,9 @@ function freshStep(name: string, run: number): StepState {
     startedAt: null,
     completedAt: null,
     compensatedAt: null,
+    stalledAttempt: null,
+    stalls: 0,
+    undoStalls: 0,
   };
 }
 
@@ -239,6 +245,24 @@ class Transition {
     this.startCompensation('step-failed');
   }
 
+  /**
+   * The Agent saw an operational failure (not a refusal) and will send nothing more for this
+   * attempt. Recorded only: the step stays in flight until complete-by, when the Supervisor retries
+   * it without spending the failure budget.
+   */
+  stepStalled(e: {
+    step: string;
+    run: number;
+    attempt: number;
+    kind: 'do' | 'compensate';
+    detail: string;
+  }): void {
+    const i = e.kind === 'do' ? this.currentDo(e) : this.currentCompensation(e);
+    const step = this.s.steps[i];
+    step.stalledAttempt = e.attempt;
+    step.lastError = clip(`attempt ${e.attempt} stalled: ${String(e.detail)}`);
+  }
+
   timedOut(): void {
     this.requireState(['Pending', 'Processing', 'Compensating'], 'TimedOut');
     const completeBy = this.s.completeBy;
@@ -254,6 +278,10 @@ class Transition {
       return;
     }
     const running = this.s.steps.findIndex((st) => st.status === 'Running');
+    if (running >= 0 && this.s.steps[running].stalledAttempt === this.s.steps[running].attempt) {
+      this.stalledTimedOut(running);
+      return;
+    }
     if (running >= 0) {
       const step = this.s.steps[running];
       step.status = 'TimedOut';
@@ -291,11 +319,38 @@ class Transition {
     this.commands.push(...pendingCommands(this.s, this.now));
   }
 
+  /**
+   * A stalled attempt ran out of time: the service could not answer, which says nothing about the
+   * order. Retry without spending the failure budget, backing off once stalls repeat; the order
+   * waits until the service recovers or an operator acts (the Agent's outage alert tells them).
+   */
+  private stalledTimedOut(i: number): void {
+    const step = this.s.steps[i];
+    step.status = 'TimedOut';
+    step.completeBy = null;
+    step.stalls += 1;
+    this.s.lockedBy = null;
+    const delay = step.stalls >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+    this.s.processState = 'Pending';
+    this.s.scheduledFor = addSeconds(this.now, delay);
+    this.s.completeBy = addSeconds(this.now, delay + this.policy.claimTimeoutSeconds);
+    this.s.updatedAt = this.now;
+    this.commands.push(notifyCommand(this.s, this.now));
+  }
+
   private compensationTimedOut(): void {
     const i = this.s.steps.findIndex((st) => st.status === 'Compensating');
     if (i < 0) throw new Error('internal: Compensating order without a compensating step');
     const step = this.s.steps[i];
-    const timeouts = step.compensationAttempt;
+    if (step.stalledAttempt === step.compensationAttempt) {
+      step.undoStalls += 1;
+      const wait =
+        step.undoStalls >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+      this.dispatchCompensation(i, wait);
+      return;
+    }
+    // Only silent timeouts count towards giving up; stalled undos were retried for free.
+    const timeouts = step.compensationAttempt - step.undoStalls;
     if (timeouts >= this.policy.failureHardThreshold) {
       step.status = 'CompensationFailed';
       step.completeBy = null;
@@ -345,7 +400,7 @@ class Transition {
     // (CompensationGaveUp) is in doubt both ways; that step, like every other, runs again under the
     // new run's key: the operator who was alerted and resubmits has checked the service.
     this.s.steps = this.s.steps.map((st) => {
-      if (st.status === 'Completed') return st;
+      if (st.status === 'Completed') return { ...st, stalledAttempt: null, stalls: 0, undoStalls: 0 };
       return freshStep(st.name, undoRefused && st.status === 'CompensationFailed' ? st.run : run);
     });
     this.s.updatedAt = this.now;
@@ -371,6 +426,7 @@ class Transition {
     const step = this.s.steps[i];
     step.status = 'Running';
     step.attempt += 1;
+    step.stalledAttempt = null;
     step.startedAt = this.now;
     step.completeBy = addSeconds(this.now, this.policy.stepTimeoutSeconds);
     this.s.completeBy = step.completeBy;
@@ -381,6 +437,7 @@ class Transition {
     const step = this.s.steps[i];
     step.status = 'Compensating';
     step.compensationAttempt += 1;
+    step.stalledAttempt = null;
     step.completeBy = addSeconds(this.now, delaySeconds + this.policy.stepTimeoutSeconds);
     this.s.completeBy = step.completeBy;
     this.s.scheduledFor = addSeconds(this.now, delaySeconds);

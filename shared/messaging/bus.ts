@@ -1,4 +1,10 @@
-import { ServiceBusClient, type ServiceBusMessage, type ServiceBusSender } from '@azure/service-bus';
+import {
+  RetryMode,
+  ServiceBusClient,
+  type RetryOptions,
+  type ServiceBusMessage,
+  type ServiceBusSender,
+} from '@azure/service-bus';
 import { DefaultAzureCredential } from '@azure/identity';
 import type { ServiceBusConnection } from '../config/settings.js';
 
@@ -28,10 +34,25 @@ export interface MessageBus {
   close(): Promise<void>;
 }
 
+/**
+ * How a send retries when Service Bus throttles (ServerBusy) or the link drops: exponential
+ * back-off from 500 ms, capped at 8 s, six retries. The SDK's default waits a fixed 30 s between
+ * three retries, far past a step's complete-by; host.json sets the same shape for the host's own
+ * triggers (`clientRetryOptions`).
+ */
+export const serviceBusRetryOptions: Readonly<RetryOptions> = Object.freeze({
+  mode: RetryMode.Exponential,
+  maxRetries: 6,
+  retryDelayInMs: 500,
+  maxRetryDelayInMs: 8_000,
+  timeoutInMs: 30_000,
+});
+
 export function createServiceBusClient(connection: ServiceBusConnection): ServiceBusClient {
+  const options = { retryOptions: { ...serviceBusRetryOptions } };
   return connection.kind === 'connectionString'
-    ? new ServiceBusClient(connection.connectionString)
-    : new ServiceBusClient(connection.fullyQualifiedNamespace, new DefaultAzureCredential());
+    ? new ServiceBusClient(connection.connectionString, options)
+    : new ServiceBusClient(connection.fullyQualifiedNamespace, new DefaultAzureCredential(), options);
 }
 
 function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {

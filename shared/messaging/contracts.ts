@@ -29,7 +29,11 @@ export const processOrderSchema = z
   })
   .strict();
 
-/** Scheduler queue: an Agent's answer for one attempt of one step. */
+/**
+ * Scheduler queue: an Agent's answer for one attempt of one step. `failed` is a business refusal
+ * (the order is undone); `stalled` is an operational failure (credentials, route, throttling,
+ * 5xx): recorded on the step, which stays in flight until its complete-by.
+ */
 export const agentReplySchema = z
   .object({
     type: z.literal('agent-reply'),
@@ -38,7 +42,7 @@ export const agentReplySchema = z
     step: stepName,
     kind,
     attempt,
-    outcome: z.enum(['succeeded', 'failed']),
+    outcome: z.enum(['succeeded', 'failed', 'stalled']),
     result: z.unknown().optional(),
     error: z
       .object({ status: z.number().int().optional(), message: z.string().max(2000) })
@@ -86,6 +90,10 @@ export const operatorAlertSchema = z
     reason: z.string().max(2000),
     processState: z.string().max(40).optional(),
     failureCount: z.number().int().min(0).optional(),
+    /** A service outage's alert (orderId `service:<name>`): the service and its last answer. */
+    service: z.string().max(100).optional(),
+    status: z.number().int().optional(),
+    consecutiveFailures: z.number().int().min(0).optional(),
     at: isoDate,
   })
   .strict();

@@ -51,6 +51,8 @@ export async function handleSchedulerMessage(
 function replyEvent(reply: AgentReplyMessage): OrderEvent {
   const { step, run, attempt } = reply;
   const error = reply.error ? `${reply.error.status ?? ''} ${reply.error.message}`.trim() : 'no detail';
+  if (reply.outcome === 'stalled')
+    return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: error };
   if (reply.kind === 'do') {
     return reply.outcome === 'succeeded'
       ? { type: 'StepSucceeded', step, run, attempt }

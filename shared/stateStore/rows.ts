@@ -78,6 +78,9 @@ export function stepToRow(orderId: string, index: number, st: StepState): TableE
       StartedAt: st.startedAt,
       CompletedAt: st.completedAt,
       CompensatedAt: st.compensatedAt,
+      StalledAttempt: st.stalledAttempt,
+      Stalls: st.stalls || null,
+      UndoStalls: st.undoStalls || null,
     }),
   };
 }
@@ -112,6 +115,9 @@ export function rowToStep(row: Row): StepState {
     startedAt: date(row.StartedAt),
     completedAt: date(row.CompletedAt),
     compensatedAt: date(row.CompensatedAt),
+    stalledAttempt: typeof row.StalledAttempt === 'number' ? row.StalledAttempt : null,
+    stalls: num(row.Stalls),
+    undoStalls: num(row.UndoStalls),
   };
 }
 

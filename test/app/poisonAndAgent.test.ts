@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
+import { orderRefusals } from '../../shared/domain/index.js';
 import { PoisonMessageError } from '../../shared/messaging/poison.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { startRemoteService } from '../../local/remoteServices/index.js';
@@ -65,7 +66,7 @@ describe('poison messages and the Agent', () => {
     const bad = { type: 'agent-request', orderId, run: 1, step: 'inventory', kind: 'do', attempt: 0 };
     await assert.rejects(
       handleAgentRequest(
-        { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url },
+        { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url, refusals: orderRefusals.inventory },
         queues.inventoryAgent,
         bad,
         context('inventoryAgent', undefined, `bad-agent-${orderId}`),
@@ -132,7 +133,12 @@ describe('poison messages and the Agent', () => {
     await handleSchedulerMessage(deps, processOrder(orderId), context('scheduler'));
     const [request] = await held(infra, queues.inventoryAgent, orderId);
     assert.ok(request);
-    const agentDeps = { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url };
+    const agentDeps = {
+      bus: deps.bus,
+      clock: deps.clock,
+      serviceUrl: inventory.url,
+      refusals: orderRefusals.inventory,
+    };
     for (let i = 0; i < 2; i++) {
       await handleAgentRequest(
         agentDeps,
@@ -164,7 +170,7 @@ describe('poison messages and the Agent', () => {
     const [request] = await held(infra, queues.inventoryAgent, orderId);
     deps.clock.advanceSeconds(61);
     await handleAgentRequest(
-      { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url },
+      { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url, refusals: orderRefusals.inventory },
       queues.inventoryAgent,
       request.body,
       context('inventoryAgent'),

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { HttpRequest } from '@azure/functions';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
-import { dispatchMessageId } from '../../shared/domain/index.js';
+import { dispatchMessageId, orderRefusals } from '../../shared/domain/index.js';
 import { submitOrder } from '../../shared/http/orderApi.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
@@ -107,7 +107,12 @@ describe('structured logs: order, step and attempt on every line', () => {
       const request = (await held(infra, agentQueue[step], this.orderId)).find((m) => m.messageId === id);
       assert.ok(request, `request ${id} sent`);
       await handleAgentRequest(
-        { bus: this.deps.bus, clock: this.deps.clock, serviceUrl: services[step].url },
+        {
+          bus: this.deps.bus,
+          clock: this.deps.clock,
+          serviceUrl: services[step].url,
+          refusals: orderRefusals[step],
+        },
         agentQueue[step],
         request.body,
         this.ctx(`${step}Agent`, true),

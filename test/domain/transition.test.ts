@@ -39,6 +39,15 @@ function eventFor(type: OrderEvent['type'], s: OrderState): OrderEvent {
       };
     case 'TimedOut':
       return { type };
+    case 'StepStalled':
+      return {
+        type,
+        step: running.name,
+        run: s.run,
+        attempt: Math.max(1, running.attempt),
+        kind: 'do',
+        detail: '401',
+      };
     case 'CompensationSucceeded':
       return { type, step: comp.name, run: s.run, attempt: Math.max(1, comp.compensationAttempt) };
     case 'CompensationFailed':
@@ -80,6 +89,7 @@ const table: Record<OrderEvent['type'], Record<ProcessState, Expect>> = {
     Compensated: 'NotAllowedInState',
     Error: 'NotAllowedInState',
   },
+  StepStalled: { ...refusedEverywhere('StaleAttempt'), Processing: 'Processing' },
   CompensationSucceeded: { ...refusedEverywhere('StaleAttempt'), Compensating: 'Compensated' },
   CompensationFailed: { ...refusedEverywhere('StaleAttempt'), Compensating: 'Error' },
   OperatorResubmit: { ...refusedEverywhere('NotAllowedInState'), Error: 'Pending' },
@@ -141,6 +151,7 @@ function checkCommands(
     'Processing/StepFailedPermanently': ['Status:failed', 'Status:compensated'],
     'Pending/TimedOut': ['Notify:submitted:0', 'Status:received'],
     'Processing/TimedOut': ['Notify:retry:0'],
+    'Processing/StepStalled': [],
     'Compensating/TimedOut': ['Dispatch:inventory:compensate:2'],
     'Compensating/CompensationSucceeded': ['Status:compensated'],
     'Compensating/CompensationFailed': ['Alert:CompensationFailed', 'Status:error'],
