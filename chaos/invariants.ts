@@ -89,7 +89,9 @@ export function checkInvariants(input: CheckInput): CheckResult {
       result.phantoms += 1;
       violations.push(`phantom: ${orderId} is in the Orders table but was never submitted`);
     } else if (!ctx.submitted.has(orderId)) {
-      violations.push(`unacknowledged: ${orderId} was stored but its client never got a 202 after 8 tries`);
+      violations.push(
+        `unacknowledged: ${orderId} was stored but its client never got a 202 in a minute of retries`,
+      );
     }
   }
 
