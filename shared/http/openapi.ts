@@ -11,6 +11,7 @@ import {
   stepViewSchema,
 } from '../orders/orderView.js';
 import { maxBodyBytes } from './jsonBody.js';
+import { operatorRole } from './operatorAuth.js';
 import { fieldErrorSchema, problemDetailsSchema } from './problem.js';
 
 /**
@@ -111,17 +112,39 @@ const problem = (description: string, headers: string[] = []): ResponseObject =>
   content: { 'application/problem+json': { schema: componentRef('Problem') } },
 });
 
-/** What any function-level route may answer besides its own statuses. */
-const commonResponses: Record<string, ResponseObject> = {
-  '401': {
-    description:
-      'No or wrong function key (`x-functions-key` header or `code` query). The host answers before the function runs, with an empty body.',
-  },
+const failures: Record<string, ResponseObject> = {
   '500': problem('Unexpected failure; quote the invocationId when reporting it.'),
   '503': problem('A backing service is unavailable or busy; retry after Retry-After seconds.', [
     'Retry-After',
   ]),
 };
+
+/** What a client (function-key) route may answer besides its own statuses. */
+const clientResponses: Record<string, ResponseObject> = {
+  '401': {
+    description:
+      'No or wrong function key (`x-functions-key` header or `code` query). The host answers before the function runs, with an empty body.',
+  },
+  ...failures,
+};
+
+/**
+ * What an operator route may answer besides its own statuses. The host lets these routes through
+ * (`authLevel: 'anonymous'`); requireOperator answers 401 and 403 in code.
+ */
+const operatorResponses: Record<string, ResponseObject> = {
+  '401': problem(
+    'No operator signed in (and no function key sent). (A bearer token App Service Authentication cannot validate is refused by the platform before the function runs: 401 with an empty body and `WWW-Authenticate: Bearer error="invalid_token"`.)',
+    ['WWW-Authenticate'],
+  ),
+  '403': problem(
+    `A function key (a client credential, valid or not), or a signed-in principal without the ${operatorRole} app role.`,
+  ),
+  ...failures,
+};
+
+/** Operator operations: the operator's bearer credential, never the function key. */
+const operatorSecurity = [{ operatorBearer: [] }];
 
 const accepted = (description: string) =>
   json('OrderAccepted', description, ['Location', 'Retry-After', 'Cache-Control']);
@@ -155,12 +178,13 @@ function operations(): Record<string, Record<string, OperationObject>> {
             `The body is over ${maxBodyBytes} bytes. (Over the host's own limit, 1 MiB by default, the host answers 413 itself with an empty body.)`,
           ),
           '415': problem('The body is not JSON.'),
-          ...commonResponses,
+          ...clientResponses,
         },
       },
       get: {
         operationId: 'listOrders',
         tags: ['operator'],
+        security: operatorSecurity,
         summary: 'List orders in one process state',
         description:
           'One page of the orders in a state, for operators. Follow `next` (or pass `continuationToken` back) for the next page.',
@@ -168,7 +192,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
         responses: {
           '200': json('OrderListPage', 'One page of orders.', ['Cache-Control']),
           '400': problem('Invalid state, pageSize or continuationToken.'),
-          ...commonResponses,
+          ...operatorResponses,
         },
       },
     },
@@ -185,7 +209,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
           ]),
           '400': badOrderId,
           '404': notFound,
-          ...commonResponses,
+          ...clientResponses,
         },
       },
     },
@@ -193,6 +217,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
       post: {
         operationId: 'resubmitOrder',
         tags: ['operator'],
+        security: operatorSecurity,
         summary: 'Resubmit an order in Error',
         description: 'After the operator fixed the cause: the order goes back to Pending and runs again.',
         parameters: [param('OrderId')],
@@ -201,7 +226,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
           '400': badOrderId,
           '404': notFound,
           '409': problem('Only an order in Error can be resubmitted; `processState` says where it is.'),
-          ...commonResponses,
+          ...operatorResponses,
         },
       },
     },
@@ -209,6 +234,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
       post: {
         operationId: 'cancelOrder',
         tags: ['operator'],
+        security: operatorSecurity,
         summary: 'Cancel an order',
         description: 'Compensates the steps that completed, in reverse order.',
         parameters: [param('OrderId'), param('CancelReason')],
@@ -217,7 +243,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
           '400': badOrderId,
           '404': notFound,
           '409': problem('The order is already finished or being compensated; `processState` says which.'),
-          ...commonResponses,
+          ...operatorResponses,
         },
       },
     },
@@ -313,6 +339,11 @@ const headers: JsonSchema = {
     required: true,
     schema: inline(z.string().regex(/^"[^"]*"$/)),
   },
+  'WWW-Authenticate': {
+    description: 'The credential the route takes: an OAuth 2.0 bearer token (RFC 6750).',
+    required: true,
+    schema: inline(z.string().regex(/^Bearer\b/)),
+  },
 };
 
 let built: OpenApiDocument | undefined;
@@ -350,6 +381,11 @@ export function openApiDocument(): OpenApiDocument {
           description: 'The function key (`npm start` prints it; in Azure, from the function app keys).',
         },
         functionKeyQuery: { type: 'apiKey', in: 'query', name: 'code', description: 'The function key.' },
+        operatorBearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `For operator routes only (list, resubmit, cancel), which refuse a function key. In Azure: an Entra ID access token for the app, accepted by App Service Authentication, for a user or application assigned the ${operatorRole} app role. Locally: the operator key \`npm start\` prints (\`Authorization: Bearer <operator key>\`).`,
+        },
       },
     },
   };

@@ -32,13 +32,14 @@ const accepted = {
 const context = () => new InvocationContext({ invocationId: 'inv-1', logHandler: () => undefined });
 
 describe('the OpenAPI document', () => {
-  it('is OpenAPI 3.1 with unique operation ids and function-key security', () => {
+  it('is OpenAPI 3.1 with unique operation ids, function-key and operator security', () => {
     assert.equal(doc.openapi, '3.1.0');
     const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((o) => o.operationId));
     assert.equal(new Set(ids).size, ids.length, ids.join(', '));
     assert.deepEqual(Object.keys(doc.components.securitySchemes as object).sort(), [
       'functionKeyHeader',
       'functionKeyQuery',
+      'operatorBearer',
     ]);
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { randomPorts, startStack, type Stack } from '../../local/stack.js';
-import { openApiDocument } from '../../shared/http/openapi.js';
+import { openApiDocument, type OperationObject } from '../../shared/http/openapi.js';
 import { orderBody, waitFor } from '../app/helpers.js';
 import { OpenApiValidator } from './openApiValidator.js';
 
@@ -35,13 +35,18 @@ describe('the API answers as its OpenAPI document says', () => {
     await stack?.stop();
   });
 
+  /** Who calls: a client (function key), an operator (operator bearer credential) or nobody. */
+  type Caller = 'client' | 'operator' | 'nobody';
+
   async function call(
     method: string,
     path: string,
-    options: { json?: unknown; raw?: string; headers?: Record<string, string>; key?: boolean } = {},
+    options: { json?: unknown; raw?: string; headers?: Record<string, string>; as?: Caller } = {},
   ) {
     const headers: Record<string, string> = { ...options.headers };
-    if (options.key !== false) headers['x-functions-key'] = stack.functionKey;
+    const caller = options.as ?? 'client';
+    if (caller === 'client') headers['x-functions-key'] = stack.functionKey;
+    if (caller === 'operator') headers.authorization = `Bearer ${stack.operatorKey}`;
     let body = options.raw;
     if (options.json !== undefined) {
       body = JSON.stringify(options.json);
@@ -51,52 +56,109 @@ describe('the API answers as its OpenAPI document says', () => {
     const text = await res.text();
     validator.assert(method, path, { status: res.status, headers: res.headers, body: text });
     seen.add(`${method} ${validator.templateOf(path)} ${res.status}`);
-    return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+    return {
+      status: res.status,
+      headers: res.headers,
+      raw: text,
+      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+    };
   }
+  const operator = (method: string, path: string) => call(method, path, { as: 'operator' });
+
+  /** Operator routes are guarded in code; a caller without credentials meets the guard's 401. */
+  const operatorRefusal = (res: { status: number; headers: Headers }) =>
+    res.status === 401 &&
+    /^Bearer\b/.test(res.headers.get('www-authenticate') ?? '') &&
+    res.headers.get('content-type')?.startsWith('application/problem+json') === true;
 
   it('serves the generated document anonymously', async () => {
-    const res = await call('GET', '/openapi.json', { key: false });
+    const res = await call('GET', '/openapi.json', { as: 'nobody' });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, JSON.parse(JSON.stringify(openApiDocument())));
   });
 
-  it("documents exactly the host's HTTP registrations, with their auth level", () => {
-    const registered = stack
-      .host()!
-      .functions.filter((f) => f.trigger === 'http')
-      .flatMap((f) => {
-        const [, methods, url] = /^\[([^\]]+)\] (\S+)$/.exec(f.detail)!;
-        const path = decodeURIComponent(new URL(url!).pathname).replace(/^\/api/, '');
-        return methods!.split(',').map((m) => `${m} ${path} ${f.authLevel}`);
-      })
-      .sort();
-    const doc = openApiDocument();
-    const documentedOps = Object.entries(doc.paths)
+  /**
+   * Three kinds of route: "function" (the host checks the function key), "anonymous" (nobody
+   * checks) and "operator" (anonymous at the host, guarded in code by requireOperator). The
+   * registration side tells operator from anonymous by the guard's answer to a caller without
+   * credentials; the document side by the operation's security requirement.
+   */
+  it("documents exactly the host's HTTP registrations, with their auth level", async () => {
+    const registered: string[] = [];
+    for (const f of stack.host()!.functions.filter((fn) => fn.trigger === 'http')) {
+      const [, methods, url] = /^\[([^\]]+)\] (\S+)$/.exec(f.detail)!;
+      const path = decodeURIComponent(new URL(url!).pathname).replace(/^\/api/, '');
+      for (const method of methods!.split(',')) {
+        let level = f.authLevel ?? 'missing';
+        if (level === 'anonymous') {
+          // Plain fetch: a drift shows as a drift below, not as an undocumented answer here.
+          const probe = await fetch(`${stack.baseUrl}${path.replace(/\{[^}]+\}/g, randomUUID())}`, {
+            method,
+          });
+          await probe.body?.cancel();
+          if (operatorRefusal(probe)) level = 'operator';
+        }
+        registered.push(`${method} ${path} ${level}`);
+      }
+    }
+    const documentedLevel = (op: OperationObject): string => {
+      if (op.security === undefined) return 'function'; // the document-wide function-key requirement
+      const schemes = op.security.flatMap((requirement) => Object.keys(requirement)).sort();
+      if (schemes.length === 0) return 'anonymous';
+      if (schemes.join() === 'operatorBearer') return 'operator';
+      if (schemes.join() === 'functionKeyHeader,functionKeyQuery') return 'function';
+      return `unknown(${schemes.join()})`;
+    };
+    const documentedOps = Object.entries(openApiDocument().paths)
       .flatMap(([path, ops]) =>
-        Object.entries(ops).map(
-          ([method, op]) =>
-            `${method.toUpperCase()} ${path} ${op.security?.length === 0 ? 'anonymous' : 'function'}`,
-        ),
+        Object.entries(ops).map(([method, op]) => `${method.toUpperCase()} ${path} ${documentedLevel(op)}`),
       )
       .sort();
-    assert.deepEqual(documentedOps, registered);
+    assert.deepEqual(documentedOps, registered.sort());
+    assert.ok(
+      documentedOps.filter((k) => k.endsWith(' operator')).length === 3,
+      'list, resubmit and cancel are the operator operations',
+    );
   });
 
-  it('every route but the document answers 401 without the function key', async () => {
+  it("without a credential: the host's bodiless 401 on client routes, the guard's 401 on operator routes", async () => {
     const id = randomUUID();
     for (const [method, path] of [
       ['POST', '/orders'],
-      ['GET', '/orders?state=Pending'],
       ['GET', `/orders/${id}`],
+    ]) {
+      const body = method === 'POST' ? { json: orderBody() } : {};
+      const res = await call(method!, path!, { ...body, as: 'nobody' });
+      assert.equal(res.status, 401, `${method} ${path}`);
+      assert.equal(res.raw, '', `${method} ${path}`);
+    }
+    for (const [method, path] of [
+      ['GET', '/orders?state=Pending'],
       ['POST', `/orders/${id}/resubmit`],
       ['POST', `/orders/${id}/cancel`],
     ]) {
-      const body = method === 'POST' ? { json: orderBody() } : {};
-      assert.equal((await call(method!, path!, { ...body, key: false })).status, 401, `${method} ${path}`);
+      const res = await call(method!, path!, { as: 'nobody' });
+      assert.ok(operatorRefusal(res), `${method} ${path}: ${res.status} ${res.raw}`);
     }
   });
 
-  it('submit: 202, 202 again for a replay, 400, 401, 409, 413, 415', async () => {
+  it('operator routes answer 403 to a function key (header or ?code=), a client credential', async () => {
+    const id = randomUUID();
+    for (const [method, path] of [
+      ['GET', '/orders?state=Pending'],
+      ['POST', `/orders/${id}/resubmit`],
+      ['POST', `/orders/${id}/cancel`],
+    ]) {
+      const withHeader = await call(method!, path!);
+      assert.equal(withHeader.status, 403, `${method} ${path}: ${withHeader.raw}`);
+      assert.equal(withHeader.body.status, 403);
+      const sep = path!.includes('?') ? '&' : '?';
+      const withQuery = await call(method!, `${path}${sep}code=${stack.functionKey}`, { as: 'nobody' });
+      assert.equal(withQuery.status, 403, `${method} ${path}?code=: ${withQuery.raw}`);
+    }
+  });
+
+  it('submit: 202, 202 again for a replay, 400, 409, 413, 415', async () => {
     const key = randomUUID();
     const first = await call('POST', '/orders', { json: orderBody(), headers: { 'idempotency-key': key } });
     assert.equal(first.status, 202);
@@ -138,40 +200,40 @@ describe('the API answers as its OpenAPI document says', () => {
     for (let i = 0; i < 2; i++) await call('POST', '/orders', { json: orderBody() });
     // The state is matched case-insensitively; two Processed orders make a second page.
     const page = await waitFor('two processed orders to list', async () => {
-      const p = await call('GET', '/orders?state=processed&pageSize=1');
+      const p = await operator('GET', '/orders?state=processed&pageSize=1');
       return p.status === 200 && typeof p.body.next === 'string' ? p : undefined;
     });
-    assert.equal((await call('GET', (page.body.next as string).replace(/^\/api/, ''))).status, 200);
-    assert.equal((await call('GET', '/orders?state=Nope')).status, 400);
-    assert.equal((await call('GET', '/orders?state=Error&pageSize=0')).status, 400);
-    assert.equal((await call('GET', '/orders?state=Error&continuationToken=%21%21')).status, 400);
+    assert.equal((await operator('GET', (page.body.next as string).replace(/^\/api/, ''))).status, 200);
+    assert.equal((await operator('GET', '/orders?state=Nope')).status, 400);
+    assert.equal((await operator('GET', '/orders?state=Error&pageSize=0')).status, 400);
+    assert.equal((await operator('GET', '/orders?state=Error&continuationToken=%21%21')).status, 400);
   });
 
   it('cancel: 202, then 409; 400 and 404', async () => {
     // Shipping hangs, so the order is still in flight when the cancel arrives.
     const placed = await call('POST', '/orders', { json: orderBody(['SKU-1', 'FAULT:shipping:hang:99']) });
     const id = placed.body.orderId as string;
-    assert.equal((await call('POST', `/orders/${id}/cancel?reason=asked`)).status, 202);
-    assert.equal((await call('POST', `/orders/${id}/cancel`)).status, 409);
-    assert.equal((await call('POST', '/orders/NOT-AN-ID/cancel')).status, 400);
-    assert.equal((await call('POST', `/orders/${randomUUID()}/cancel`)).status, 404);
+    assert.equal((await operator('POST', `/orders/${id}/cancel?reason=asked`)).status, 202);
+    assert.equal((await operator('POST', `/orders/${id}/cancel`)).status, 409);
+    assert.equal((await operator('POST', '/orders/NOT-AN-ID/cancel')).status, 400);
+    assert.equal((await operator('POST', `/orders/${randomUUID()}/cancel`)).status, 404);
   });
 
   it('resubmit: 409 unless in Error, 202 in Error; 400 and 404', async () => {
     const placed = await call('POST', '/orders', { json: orderBody(['SKU-1', 'FAULT:shipping:hang:99']) });
     const id = placed.body.orderId as string;
-    assert.equal((await call('POST', `/orders/${id}/resubmit`)).status, 409);
+    assert.equal((await operator('POST', `/orders/${id}/resubmit`)).status, 409);
     await waitFor(
       'the order to give up and end in Error',
       async () => (await call('GET', `/orders/${id}`)).body.processState === 'Error',
       120_000,
       500,
     );
-    const resubmitted = await call('POST', `/orders/${id}/resubmit`);
+    const resubmitted = await operator('POST', `/orders/${id}/resubmit`);
     assert.equal(resubmitted.status, 202);
     assert.equal(resubmitted.body.processState, 'Pending');
-    assert.equal((await call('POST', '/orders/NOT-AN-ID/resubmit')).status, 400);
-    assert.equal((await call('POST', `/orders/${randomUUID()}/resubmit`)).status, 404);
+    assert.equal((await operator('POST', '/orders/NOT-AN-ID/resubmit')).status, 400);
+    assert.equal((await operator('POST', `/orders/${randomUUID()}/resubmit`)).status, 404);
   });
 
   it('every documented status was answered at least once (but 500 and 503)', () => {
