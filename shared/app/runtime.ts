@@ -38,6 +38,7 @@ async function create(s: Settings): Promise<Dependencies> {
     store: await StateStore.open(s.stateStore, {
       // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
       indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
+      indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),
     }),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),

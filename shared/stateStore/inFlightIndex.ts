@@ -65,7 +65,14 @@ export class InFlightIndex {
     private readonly metrics: StoreMetrics,
     /** How long after its put a row without a live order is still kept (see the header). */
     readonly graceSeconds: number = defaultIndexGraceSeconds,
+    /** The longest a row waits before its order is read again (see StateStoreOptions). */
+    readonly recheckSeconds: number = Infinity,
   ) {}
+
+  /** When the sweep should next read an order whose complete-by is `completeBy`, seen at `now`. */
+  checkAfter(completeBy: Date, now: Date): Date {
+    return new Date(Math.min(completeBy.getTime(), now.getTime() + this.recheckSeconds * 1000));
+  }
 
   static partitionFor(orderId: string): string {
     return orderId.slice(0, 2);
@@ -80,7 +87,7 @@ export class InFlightIndex {
       {
         partitionKey: InFlightIndex.partitionFor(orderId),
         rowKey: orderId,
-        CheckAfter: checkAfter,
+        CheckAfter: this.checkAfter(checkAfter, writtenAt),
         PutAt: writtenAt,
       },
       'Replace',
@@ -169,7 +176,7 @@ export class InFlightIndex {
     }
     try {
       await this.table.updateEntity(
-        { partitionKey: row.partitionKey, rowKey: row.rowKey, CheckAfter: completeBy },
+        { partitionKey: row.partitionKey, rowKey: row.rowKey, CheckAfter: this.checkAfter(completeBy, now) },
         'Merge',
         { etag: row.etag },
       );

@@ -48,6 +48,13 @@ export interface StateStoreOptions {
   maxConflictAttempts?: number;
   /** The in-flight index's grace for rows without a live order (default host.json's 10 min). */
   indexGraceSeconds?: number;
+  /**
+   * The longest an index row waits before the sweep reads its order again: the shortest
+   * complete-by any transition sets (min of the step and claim timeouts). Without it a row waits
+   * for the complete-by it was put with, which is right only while no later transition can set
+   * an earlier one.
+   */
+  indexRecheckSeconds?: number;
 }
 
 export interface Page<T> {
@@ -71,8 +78,9 @@ export class StateStore {
     readonly metrics: StoreMetrics,
     private readonly maxConflictAttempts: number,
     indexGraceSeconds?: number,
+    indexRecheckSeconds?: number,
   ) {
-    this.index = new InFlightIndex(inFlight, orders, metrics, indexGraceSeconds);
+    this.index = new InFlightIndex(inFlight, orders, metrics, indexGraceSeconds, indexRecheckSeconds);
   }
 
   /** Connects and creates the tables on first use. */
@@ -92,6 +100,7 @@ export class StateStore {
       metrics,
       options.maxConflictAttempts ?? 5,
       options.indexGraceSeconds,
+      options.indexRecheckSeconds,
     );
   }
 
