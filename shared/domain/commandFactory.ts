@@ -96,8 +96,19 @@ export function notifyCommand(state: OrderState, now: Date): NotifyScheduler {
  */
 export function pendingCommands(state: OrderState, now: Date): Command[] {
   const commands: Command[] = [notifyCommand(state, now)];
-  if (state.failureCount === 0) commands.push(statusCommand(state, 'received', now));
+  if (neverDispatchedThisRun(state)) commands.push(statusCommand(state, 'received', now));
   return commands;
+}
+
+/**
+ * `received` is owed (and re-sent by healing) only while nothing of this run has been tried: a
+ * Pending order that is waiting after a stalled attempt (no failure counted) was received long ago.
+ */
+function neverDispatchedThisRun(state: OrderState): boolean {
+  return (
+    state.failureCount === 0 &&
+    state.steps.every((s) => s.stalls === 0 && (s.attempt === 0 || s.run !== state.run))
+  );
 }
 
 /** The `failed` event of the step a business refusal failed, while the order is being undone or after. */
