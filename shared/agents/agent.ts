@@ -1,5 +1,12 @@
 import type { InvocationContext } from '@azure/functions';
-import { dispatchMessageId, meaningOf, type Clock, type RefusalDeclaration } from '../domain/index.js';
+import {
+  dispatchMessageId,
+  meaningOf,
+  notStartedReplyId,
+  reportsNotStarted,
+  type Clock,
+  type RefusalDeclaration,
+} from '../domain/index.js';
 import {
   agentRequestSchema,
   parseMessage,
@@ -19,8 +26,9 @@ import type { OutageWatch } from './outageWatch.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
- * complete-by and answers the Scheduler. After complete-by it stops and sends nothing, not even
- * an error: the Supervisor owns what happens next. Agents never touch the state store.
+ * complete-by and answers the Scheduler. Once it has started, at complete-by it stops and sends
+ * nothing, not even an error: the Supervisor owns what happens next. A request it reads too late to
+ * start gets a `not-started` reply instead (no call). Agents never touch the state store.
  */
 export interface AgentDependencies {
   bus: MessageBus;
@@ -56,8 +64,15 @@ export async function handleAgentRequest(
     run: request.run,
   });
   const completeBy = new Date(request.completeBy);
+  const deliveryCount = Number(context.triggerMetadata?.deliveryCount ?? 1);
+  if (reportsNotStarted(deps.clock.now(), completeBy, deliveryCount)) {
+    log.warn('the request waited past the time it could start; reporting it not started', {
+      completeBy: request.completeBy,
+    });
+    return reportNotStarted(deps, request);
+  }
   if (deps.clock.now().getTime() >= completeBy.getTime()) {
-    log.warn('complete-by passed before the agent started; stopping silently');
+    log.warn('complete-by passed before a redelivered request started; stopping silently');
     return;
   }
 
@@ -83,6 +98,38 @@ export async function handleAgentRequest(
   } finally {
     void recordHealth(deps, service, verdict, log);
   }
+}
+
+/**
+ * No call was made: the request sat in this Agent's queue behind others. The Supervisor retries the
+ * step without spending the failure budget. Its own id: duplicates of the request are absorbed.
+ */
+async function reportNotStarted(deps: AgentDependencies, request: AgentRequestMessage): Promise<void> {
+  const requestId = dispatchMessageId(
+    request.orderId,
+    request.step,
+    request.attempt,
+    request.kind,
+    request.run,
+  );
+  const reply: AgentReplyMessage = {
+    type: 'agent-reply',
+    orderId: request.orderId,
+    run: request.run,
+    step: request.step,
+    kind: request.kind,
+    attempt: request.attempt,
+    outcome: 'not-started',
+    error: { message: `the request waited in the Agent's queue past its complete-by ${request.completeBy}` },
+  };
+  await deps.bus.send(queues.scheduler, [
+    {
+      messageId: notStartedReplyId(requestId),
+      body: reply,
+      subject: 'agent-reply',
+      correlationId: request.orderId,
+    },
+  ]);
 }
 
 async function passOn(
