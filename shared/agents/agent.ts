@@ -4,6 +4,7 @@ import {
   meaningOf,
   notStartedReplyId,
   reportsNotStarted,
+  startMarginFor,
   type Clock,
   type RefusalDeclaration,
 } from '../domain/index.js';
@@ -44,6 +45,18 @@ export interface AgentDependencies {
   callPolicy?: Partial<RemoteCallPolicyOptions>;
   /** Fires when the host shuts down: the call stops like at the deadline. */
   signal?: AbortSignal;
+  /** A request's window (the policy's step timeout): bounds the start margin. */
+  stepTimeoutSeconds?: number;
+}
+
+/** How long this process's recent calls took, per Agent queue (the last 50). */
+const recentCalls = new Map<string, number[]>();
+
+function recordCall(queueName: string, ms: number): void {
+  const list = recentCalls.get(queueName) ?? [];
+  list.push(ms);
+  if (list.length > 50) list.shift();
+  recentCalls.set(queueName, list);
 }
 
 export async function handleAgentRequest(
@@ -65,9 +78,14 @@ export async function handleAgentRequest(
   });
   const completeBy = new Date(request.completeBy);
   const deliveryCount = Number(context.triggerMetadata?.deliveryCount ?? 1);
-  if (reportsNotStarted(deps.clock.now(), completeBy, deliveryCount)) {
+  const margin = startMarginFor(
+    recentCalls.get(queueName) ?? [],
+    deps.stepTimeoutSeconds !== undefined ? deps.stepTimeoutSeconds * 1000 : undefined,
+  );
+  if (reportsNotStarted(deps.clock.now(), completeBy, deliveryCount, margin)) {
     log.warn('the request waited past the time it could start; reporting it not started', {
       completeBy: request.completeBy,
+      marginMs: margin,
     });
     return reportNotStarted(deps, request);
   }
@@ -76,6 +94,8 @@ export async function handleAgentRequest(
     return;
   }
 
+  // Wall time: how long a call takes here, queueing for this process's CPU included.
+  const started = Date.now();
   const result = await callRemoteService(
     {
       baseUrl: deps.serviceUrl,
@@ -95,6 +115,8 @@ export async function handleAgentRequest(
   // push a reply past complete-by nor hold the invocation's slot.
   try {
     await passOn(deps, request, result, verdict, completeBy, log);
+    // A call cut off at complete-by says how long the service hung, not how long a call takes.
+    if (verdict.kind !== 'silent') recordCall(queueName, Date.now() - started);
   } finally {
     void recordHealth(deps, service, verdict, log);
   }

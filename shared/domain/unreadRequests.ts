@@ -9,8 +9,21 @@ import type { Workflow } from './workflow.js';
  * failure budget. These are the rules; the Agent and the Supervisor only gather the facts.
  */
 
-/** Below this much time left an Agent does not start a call: it reports the request not started. */
+/** Below this much time left an Agent never starts a call: it reports the request not started. */
 export const startMarginMs = 500;
+
+/**
+ * The time left below which an Agent does not start a request: how long its recent calls took
+ * (the 90th percentile, so a busy Agent that would be cut off at complete-by says "not started"
+ * instead of timing out), at least `startMarginMs`, and at most half the request's window, so a
+ * request read as soon as it was sent always starts: the Agent cannot refuse everything.
+ */
+export function startMarginFor(recentCallsMs: readonly number[], windowMs: number | undefined): number {
+  const sorted = recentCallsMs.filter((d) => Number.isFinite(d) && d >= 0).sort((a, b) => a - b);
+  const p90 = sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))];
+  const cap = windowMs !== undefined && Number.isFinite(windowMs) ? windowMs / 2 : startMarginMs;
+  return Math.max(startMarginMs, Math.min(p90, cap));
+}
 
 /**
  * How long an unread request stays on the Agent's queue after its complete-by, so the Agent still
@@ -20,16 +33,21 @@ export const startMarginMs = 500;
 export const unreadRequestGraceMs = 300_000;
 
 /** Whether an Agent reading a request now can still start it before its complete-by. */
-export function canStart(now: Date, completeBy: Date): boolean {
-  return completeBy.getTime() - now.getTime() > startMarginMs;
+export function canStart(now: Date, completeBy: Date, marginMs = startMarginMs): boolean {
+  return completeBy.getTime() - now.getTime() > marginMs;
 }
 
 /**
  * Only the first delivery of a request is known never to have started: a redelivery may follow an
  * invocation that called the service and lost its lock, and then the timeout is genuine.
  */
-export function reportsNotStarted(now: Date, completeBy: Date, deliveryCount: number | undefined): boolean {
-  return !canStart(now, completeBy) && (deliveryCount === undefined || deliveryCount <= 1);
+export function reportsNotStarted(
+  now: Date,
+  completeBy: Date,
+  deliveryCount: number | undefined,
+  marginMs = startMarginMs,
+): boolean {
+  return !canStart(now, completeBy, marginMs) && (deliveryCount === undefined || deliveryCount <= 1);
 }
 
 /** The time to live of an Agent request: its complete-by plus the unread grace. */

@@ -10,6 +10,7 @@ import {
   outstandingRequest,
   reportsNotStarted,
   requestTimeToLiveMs,
+  startMarginFor,
   startMarginMs,
   unreadRequestGraceMs,
   type QueueView,
@@ -91,4 +92,29 @@ test('a timeout waits only while its request is unread or its not-started reply 
   assert.equal(awaitsNotStarted(id, view([id], true, false), view([], true, true)), false);
   // Another attempt's reply does not hold this one.
   assert.equal(awaitsNotStarted(id, view([]), view([notStartedReplyId('o:inventory:2:do')])), false);
+});
+
+test('the start margin follows how long recent calls took, within [0.5 s, half the window]', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.integer({ min: 0, max: 20_000 }), { maxLength: 60 }),
+      fc.integer({ min: 0, max: 60_000 }),
+      (recent, window) => {
+        const margin = startMarginFor(recent, window);
+        assert.ok(margin >= startMarginMs);
+        assert.ok(margin <= Math.max(startMarginMs, window / 2));
+        // A request read the instant it was sent always starts when its window allows any start.
+        if (window / 2 > startMarginMs)
+          assert.equal(canStart(at(0), new Date(at(0).getTime() + window), margin), true);
+      },
+    ),
+  );
+  // A busy Agent whose calls take 1.2 s does not start with 1 s left of a 3 s window.
+  const busy = Array.from({ length: 20 }, () => 1200);
+  assert.equal(startMarginFor(busy, 3000), 1200);
+  assert.equal(
+    reportsNotStarted(at(0), new Date(at(0).getTime() + 1000), 1, startMarginFor(busy, 3000)),
+    true,
+  );
+  assert.equal(startMarginFor([], undefined), startMarginMs);
 });
