@@ -65,23 +65,26 @@ async function reconcileSlice(
   return recreated;
 }
 
-/** The head of each watched queue this process saw, and since when it has been the head. */
-const heads = new Map<string, { id: string; since: number }>();
+/** The ids each watched queue held at the last peek, and when one of them last left it. */
+const progress = new Map<string, { ids: Set<string>; since: number }>();
 
 /**
- * Whether a queue is consumed: empty, or its head changed within a claim timeout. A head that has
- * waited longer means no consumer takes messages (all down, or disconnected): the Supervisor then
- * acts on timeouts as usual rather than wait forever.
+ * Whether a queue is consumed: empty, or some message seen waiting at an earlier peek has left it
+ * within a claim timeout. Nothing leaving means no consumer takes messages (all down, or
+ * disconnected): the Supervisor then acts on timeouts as usual rather than wait forever. Not the
+ * head alone: one slow invocation holds the head while the consumer drains everything behind it.
  */
-function isMoving(deps: Dependencies, queue: string, head: { id: string } | undefined): boolean {
+function isMoving(deps: Dependencies, queue: string, ids: Set<string>): boolean {
   const now = deps.clock.now().getTime();
-  if (head === undefined) {
-    heads.delete(queue);
+  if (ids.size === 0) {
+    progress.delete(queue);
     return true;
   }
-  let seen = heads.get(queue);
-  if (seen?.id !== head.id) heads.set(queue, (seen = { id: head.id, since: now }));
-  return now - seen.since <= deps.policy.claimTimeoutSeconds * 1000;
+  const seen = progress.get(queue);
+  const left = seen === undefined || [...seen.ids].some((id) => !ids.has(id));
+  const since = left ? now : seen.since;
+  progress.set(queue, { ids, since });
+  return now - since <= deps.policy.claimTimeoutSeconds * 1000;
 }
 
 /** One peek of a queue as the domain's view, or undefined when it cannot be known. */
@@ -99,7 +102,7 @@ async function viewOf(
     log.warn('queue backlog unknown; sweeping without it', { queue, error: (e as Error).message });
     return undefined;
   }
-  const moving = isMoving(deps, queue, snapshot.oldest);
+  const moving = isMoving(deps, queue, snapshot.messageIds);
   if (!moving)
     log.warn('a queue is not being consumed; timeouts are not postponed for it', {
       queue,
