@@ -18,6 +18,7 @@ export async function inventoryAgent(message: unknown, context: InvocationContex
       refusals: orderRefusals.inventory,
       service: 'inventory',
       outages: outageWatch(deps),
+      stepTimeoutSeconds: deps.policy.stepTimeoutSeconds,
     },
     queues.inventoryAgent,
     message,

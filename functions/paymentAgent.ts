@@ -18,6 +18,7 @@ export async function paymentAgent(message: unknown, context: InvocationContext)
       refusals: orderRefusals.payment,
       service: 'payment',
       outages: outageWatch(deps),
+      stepTimeoutSeconds: deps.policy.stepTimeoutSeconds,
     },
     queues.paymentAgent,
     message,

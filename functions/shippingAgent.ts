@@ -18,6 +18,7 @@ export async function shippingAgent(message: unknown, context: InvocationContext
       refusals: orderRefusals.shipping,
       service: 'shipping',
       outages: outageWatch(deps),
+      stepTimeoutSeconds: deps.policy.stepTimeoutSeconds,
     },
     queues.shippingAgent,
     message,

@@ -1,5 +1,13 @@
 import type { InvocationContext } from '@azure/functions';
-import { dispatchMessageId, meaningOf, type Clock, type RefusalDeclaration } from '../domain/index.js';
+import {
+  dispatchMessageId,
+  meaningOf,
+  notStartedReplyId,
+  reportsNotStarted,
+  startMarginFor,
+  type Clock,
+  type RefusalDeclaration,
+} from '../domain/index.js';
 import {
   agentRequestSchema,
   parseMessage,
@@ -19,8 +27,9 @@ import type { OutageWatch } from './outageWatch.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
- * complete-by and answers the Scheduler. After complete-by it stops and sends nothing, not even
- * an error: the Supervisor owns what happens next. Agents never touch the state store.
+ * complete-by and answers the Scheduler. Once it has started, at complete-by it stops and sends
+ * nothing, not even an error: the Supervisor owns what happens next. A request it reads too late to
+ * start gets a `not-started` reply instead (no call). Agents never touch the state store.
  */
 export interface AgentDependencies {
   bus: MessageBus;
@@ -36,6 +45,18 @@ export interface AgentDependencies {
   callPolicy?: Partial<RemoteCallPolicyOptions>;
   /** Fires when the host shuts down: the call stops like at the deadline. */
   signal?: AbortSignal;
+  /** A request's window (the policy's step timeout): bounds the start margin. */
+  stepTimeoutSeconds?: number;
+}
+
+/** How long this process's recent calls took, per Agent queue (the last 50). */
+const recentCalls = new Map<string, number[]>();
+
+function recordCall(queueName: string, ms: number): void {
+  const list = recentCalls.get(queueName) ?? [];
+  list.push(ms);
+  if (list.length > 50) list.shift();
+  recentCalls.set(queueName, list);
 }
 
 export async function handleAgentRequest(
@@ -56,11 +77,25 @@ export async function handleAgentRequest(
     run: request.run,
   });
   const completeBy = new Date(request.completeBy);
+  const deliveryCount = Number(context.triggerMetadata?.deliveryCount ?? 1);
+  const margin = startMarginFor(
+    recentCalls.get(queueName) ?? [],
+    deps.stepTimeoutSeconds !== undefined ? deps.stepTimeoutSeconds * 1000 : undefined,
+  );
+  if (reportsNotStarted(deps.clock.now(), completeBy, deliveryCount, margin)) {
+    log.warn('the request waited past the time it could start; reporting it not started', {
+      completeBy: request.completeBy,
+      marginMs: margin,
+    });
+    return reportNotStarted(deps, request);
+  }
   if (deps.clock.now().getTime() >= completeBy.getTime()) {
-    log.warn('complete-by passed before the agent started; stopping silently');
+    log.warn('complete-by passed before a redelivered request started; stopping silently');
     return;
   }
 
+  // Wall time: how long a call takes here, queueing for this process's CPU included.
+  const started = Date.now();
   const result = await callRemoteService(
     {
       baseUrl: deps.serviceUrl,
@@ -80,9 +115,43 @@ export async function handleAgentRequest(
   // push a reply past complete-by nor hold the invocation's slot.
   try {
     await passOn(deps, request, result, verdict, completeBy, log);
+    // A call cut off at complete-by says how long the service hung, not how long a call takes.
+    if (verdict.kind !== 'silent') recordCall(queueName, Date.now() - started);
   } finally {
     void recordHealth(deps, service, verdict, log);
   }
+}
+
+/**
+ * No call was made: the request sat in this Agent's queue behind others. The Supervisor retries the
+ * step without spending the failure budget. Its own id: duplicates of the request are absorbed.
+ */
+async function reportNotStarted(deps: AgentDependencies, request: AgentRequestMessage): Promise<void> {
+  const requestId = dispatchMessageId(
+    request.orderId,
+    request.step,
+    request.attempt,
+    request.kind,
+    request.run,
+  );
+  const reply: AgentReplyMessage = {
+    type: 'agent-reply',
+    orderId: request.orderId,
+    run: request.run,
+    step: request.step,
+    kind: request.kind,
+    attempt: request.attempt,
+    outcome: 'not-started',
+    error: { message: `the request waited in the Agent's queue past its complete-by ${request.completeBy}` },
+  };
+  await deps.bus.send(queues.scheduler, [
+    {
+      messageId: notStartedReplyId(requestId),
+      body: reply,
+      subject: 'agent-reply',
+      correlationId: request.orderId,
+    },
+  ]);
 }
 
 async function passOn(

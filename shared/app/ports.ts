@@ -15,4 +15,6 @@ export interface Dependencies {
   statusEvents?: StatusEventLevel;
   /** The scheduler queue's backlog; without it the Supervisor assumes none (tests, tools). */
   schedulerBacklog?: QueueBacklog;
+  /** An Agent queue's backlog, by queue name; without it a request's wait counts as its time. */
+  agentBacklog?: (queue: string) => QueueBacklog;
 }

@@ -42,6 +42,8 @@ async function create(s: Settings): Promise<Dependencies> {
     }),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
+    // Deeper than the scheduler's: a burst can queue thousands of requests at one Agent.
+    agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,

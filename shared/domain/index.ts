@@ -13,3 +13,4 @@ export * from './serviceHealth.js';
 export * from './state.js';
 export * from './transition.js';
 export * from './workflow.js';
+export * from './unreadRequests.js';

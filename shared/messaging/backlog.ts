@@ -1,4 +1,4 @@
-import type { ServiceBusClient, ServiceBusReceiver } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import Long from 'long';
 
 /**
@@ -10,6 +10,15 @@ import Long from 'long';
 export interface QueueBacklog {
   /** The oldest waiting message's enqueue time and an id for it; undefined when nothing waits. */
   oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined>;
+  /** The head, and the ids of every message waiting or being handled, as far as the peek went. */
+  snapshot(): Promise<QueueSnapshot>;
+}
+
+export interface QueueSnapshot {
+  oldest: { enqueuedAt: Date; id: string } | undefined;
+  messageIds: Set<string>;
+  /** False when the peek stopped at its page limit before the queue's end. */
+  complete: boolean;
 }
 
 /** Peeks the head of a queue (peek needs the Listen right the queue's trigger already has). */
@@ -43,12 +52,36 @@ export class ServiceBusQueueBacklog implements QueueBacklog {
       for await (const batch of this.pages(receiver)) {
         const waiting = batch.filter((m) => m.state === 'active' && m.enqueuedTimeUtc !== undefined);
         if (waiting.length === 0) continue;
-        const oldest = waiting.reduce((a, b) => (b.enqueuedTimeUtc! < a.enqueuedTimeUtc! ? b : a));
-        return { enqueuedAt: oldest.enqueuedTimeUtc!, id: String(oldest.sequenceNumber ?? oldest.messageId) };
+        return headOf(waiting);
       }
       return undefined;
     } finally {
       await receiver.close().catch(() => undefined);
     }
   }
+
+  async snapshot(): Promise<QueueSnapshot> {
+    const receiver = this.client.createReceiver(this.queue);
+    const snapshot: QueueSnapshot = { oldest: undefined, messageIds: new Set(), complete: false };
+    try {
+      let pages = 0;
+      let last = 100;
+      for await (const batch of this.pages(receiver)) {
+        pages += 1;
+        last = batch.length;
+        const waiting = batch.filter((m) => m.state === 'active' && m.enqueuedTimeUtc !== undefined);
+        if (waiting.length > 0 && snapshot.oldest === undefined) snapshot.oldest = headOf(waiting);
+        for (const m of waiting) if (m.messageId !== undefined) snapshot.messageIds.add(String(m.messageId));
+      }
+      snapshot.complete = pages < this.maxPages || last < 100;
+      return snapshot;
+    } finally {
+      await receiver.close().catch(() => undefined);
+    }
+  }
+}
+
+function headOf(waiting: ServiceBusReceivedMessage[]): { enqueuedAt: Date; id: string } {
+  const oldest = waiting.reduce((a, b) => (b.enqueuedTimeUtc! < a.enqueuedTimeUtc! ? b : a));
+  return { enqueuedAt: oldest.enqueuedTimeUtc!, id: String(oldest.sequenceNumber ?? oldest.messageId) };
 }

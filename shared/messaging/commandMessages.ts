@@ -1,4 +1,5 @@
 import type { Command, Order } from '../domain/index.js';
+import { requestTimeToLiveMs } from '../domain/unreadRequests.js';
 import { defaultStatusEventLevel, publishedAt, type StatusEventLevel } from '../domain/statusEvents.js';
 import type {
   AgentRequestMessage,
@@ -51,8 +52,8 @@ export function toMessage(command: Command, order: Order, now: Date): Addressed 
         body,
         subject: `${command.step}:${command.kind}`,
         correlationId: command.orderId,
-        // A request still queued at its complete-by is worthless: let Service Bus drop it.
-        timeToLiveMs: Math.max(1000, command.completeBy.getTime() - now.getTime()),
+        // Kept past its complete-by so a busy Agent still reads it and answers "not started".
+        timeToLiveMs: requestTimeToLiveMs(now, command.completeBy),
       };
       if (command.delaySeconds > 0)
         message.scheduledEnqueueTime = new Date(now.getTime() + command.delaySeconds * 1000);

@@ -32,7 +32,8 @@ export const processOrderSchema = z
 /**
  * Scheduler queue: an Agent's answer for one attempt of one step. `failed` is a business refusal
  * (the order is undone); `stalled` is an operational failure (credentials, route, throttling,
- * 5xx): recorded on the step, which stays in flight until its complete-by.
+ * 5xx): recorded on the step, which stays in flight until its complete-by. `not-started`: the
+ * request waited in the Agent's queue until it could no longer start in time; no call was made.
  */
 export const agentReplySchema = z
   .object({
@@ -42,7 +43,7 @@ export const agentReplySchema = z
     step: stepName,
     kind,
     attempt,
-    outcome: z.enum(['succeeded', 'failed', 'stalled']),
+    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started']),
     result: z.unknown().optional(),
     error: z
       .object({ status: z.number().int().optional(), message: z.string().max(2000) })

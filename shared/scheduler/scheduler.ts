@@ -53,6 +53,9 @@ function replyEvent(reply: AgentReplyMessage): OrderEvent {
   const error = reply.error ? `${reply.error.status ?? ''} ${reply.error.message}`.trim() : 'no detail';
   if (reply.outcome === 'stalled')
     return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: error };
+  // Never picked up in time says nothing about the order: retried like a stall, no failure counted.
+  if (reply.outcome === 'not-started')
+    return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: `not started: ${error}` };
   if (reply.kind === 'do') {
     return reply.outcome === 'succeeded'
       ? { type: 'StepSucceeded', step, run, attempt }

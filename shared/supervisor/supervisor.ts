@@ -1,5 +1,7 @@
 import type { InvocationContext } from '@azure/functions';
-import { outstandingStep } from '../domain/index.js';
+import { awaitsNotStarted, outstandingRequest, outstandingStep, type QueueView } from '../domain/index.js';
+import type { QueueBacklog } from '../messaging/backlog.js';
+import { queues } from '../messaging/entities.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
@@ -63,40 +65,76 @@ async function reconcileSlice(
   return recreated;
 }
 
-/** The oldest waiting scheduler message this process saw, and since when it has been the oldest. */
-let lastHead: { id: string; since: number } | undefined;
+/** The ids each watched queue held at the last peek, and when one of them last left it. */
+const progress = new Map<string, { ids: Set<string>; since: number }>();
 
 /**
- * When the oldest message still waiting on the scheduler queue was enqueued (undefined: none, or
- * unknown). A complete-by at or after it may have a reply behind it. Only while the Scheduler is
- * consuming: a head that has waited longer than a claim timeout means no Scheduler takes messages
- * (all down, or disconnected), and the Supervisor then acts on timeouts as usual rather than wait
- * forever. Broker time: a broker clock ahead of ours only postpones more; one behind by s seconds
- * can miss replies sent in the last s seconds before a complete-by.
+ * Whether a queue is consumed: empty, or some message seen waiting at an earlier peek has left it
+ * within a claim timeout. Nothing leaving means no consumer takes messages (all down, or
+ * disconnected): the Supervisor then acts on timeouts as usual rather than wait forever. Not the
+ * head alone: one slow invocation holds the head while the consumer drains everything behind it.
  */
-async function schedulerBacklogSince(deps: Dependencies, log: Logger): Promise<Date | undefined> {
-  if (!deps.schedulerBacklog) return undefined;
-  let head;
+function isMoving(deps: Dependencies, queue: string, ids: Set<string>): boolean {
+  const now = deps.clock.now().getTime();
+  if (ids.size === 0) {
+    progress.delete(queue);
+    return true;
+  }
+  const seen = progress.get(queue);
+  const left = seen === undefined || [...seen.ids].some((id) => !ids.has(id));
+  const since = left ? now : seen.since;
+  progress.set(queue, { ids, since });
+  return now - since <= deps.policy.claimTimeoutSeconds * 1000;
+}
+
+/** One peek of a queue as the domain's view, or undefined when it cannot be known. */
+async function viewOf(
+  deps: Dependencies,
+  queue: string,
+  backlog: QueueBacklog,
+  log: Logger,
+): Promise<(QueueView & { oldest?: Date }) | undefined> {
+  let snapshot;
   try {
-    head = await deps.schedulerBacklog.oldestWaiting();
+    snapshot = await backlog.snapshot();
   } catch (e) {
     // Not knowing must not stop the Supervisor: it acts as if nothing waited.
-    log.warn('scheduler backlog unknown; sweeping without it', { error: (e as Error).message });
+    log.warn('queue backlog unknown; sweeping without it', { queue, error: (e as Error).message });
     return undefined;
   }
-  const now = deps.clock.now().getTime();
-  if (head === undefined) {
-    lastHead = undefined;
-    return undefined;
-  }
-  if (lastHead?.id !== head.id) lastHead = { id: head.id, since: now };
-  if (now - lastHead.since > deps.policy.claimTimeoutSeconds * 1000) {
-    log.warn('the scheduler queue is not being consumed; timeouts are not postponed', {
-      oldestWaiting: head.enqueuedAt.toISOString(),
+  const moving = isMoving(deps, queue, snapshot.messageIds);
+  if (!moving)
+    log.warn('a queue is not being consumed; timeouts are not postponed for it', {
+      queue,
+      oldestWaiting: snapshot.oldest?.enqueuedAt.toISOString(),
     });
-    return undefined;
+  return {
+    waiting: snapshot.messageIds,
+    complete: snapshot.complete,
+    moving,
+    oldest: snapshot.oldest?.enqueuedAt,
+  };
+}
+
+/**
+ * The Agents' queues, then the scheduler queue, in that order: a request gone from its Agent's
+ * queue was settled after its not-started reply was sent, so that reply is in the scheduler queue
+ * peeked next, or already applied.
+ */
+async function queueViews(deps: Dependencies, log: Logger) {
+  const agents = new Map<string, QueueView>();
+  if (deps.agentBacklog) {
+    const names = [...new Set(deps.workflow.steps.map((s) => s.agent))];
+    const views = await Promise.all(names.map((q) => viewOf(deps, q, deps.agentBacklog!(q), log)));
+    names.forEach((q, i) => {
+      const v = views[i];
+      if (v) agents.set(q, v);
+    });
   }
-  return head.enqueuedAt;
+  const scheduler = deps.schedulerBacklog
+    ? await viewOf(deps, queues.scheduler, deps.schedulerBacklog, log)
+    : undefined;
+  return { agents, scheduler };
 }
 
 export interface SupervisorOptions {
@@ -131,7 +169,12 @@ export async function runSupervisor(
   report.examined = sweep.examined;
   report.repaired = sweep.removed;
 
-  const waitingSince = await schedulerBacklogSince(deps, log);
+  const views =
+    sweep.timedOut.length > 0
+      ? await queueViews(deps, log)
+      : { agents: new Map<string, QueueView>(), scheduler: undefined };
+  // A complete-by at or after the scheduler queue's head may have its reply queued behind it.
+  const waitingSince = views.scheduler?.moving ? views.scheduler.oldest : undefined;
   const due = sweep.timedOut.filter(
     (c) => waitingSince === undefined || c.completeBy.getTime() < waitingSince.getTime(),
   );
@@ -141,10 +184,23 @@ export async function runSupervisor(
       postponed: report.postponed,
       oldestWaiting: waitingSince?.toISOString(),
     });
+  /** The step's request was never picked up in time: the Agent's not-started reply decides. */
+  const awaitsAgent = async (orderId: string): Promise<boolean> => {
+    if (views.agents.size === 0) return false;
+    const stored = await deps.store.load(orderId);
+    const request = stored && outstandingRequest(deps.workflow, stored.state);
+    if (!request) return false;
+    return awaitsNotStarted(request.messageId, views.agents.get(request.agentQueue), views.scheduler);
+  };
   const queue = due.map((c) => c.orderId);
   const worker = async () => {
     for (let orderId = queue.shift(); orderId !== undefined; orderId = queue.shift()) {
       try {
+        if (await awaitsAgent(orderId)) {
+          report.postponed += 1;
+          log.info("timeout postponed: the request waits unread in a busy Agent's queue", { orderId });
+          continue;
+        }
         const result = await applyEvent(deps, orderId, { type: 'TimedOut' });
         if (result.kind !== 'applied') {
           report.alreadyMoved += 1;

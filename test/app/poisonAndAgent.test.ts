@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { InvocationContext } from '@azure/functions';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
 import { orderRefusals } from '../../shared/domain/index.js';
@@ -163,7 +164,7 @@ describe('poison messages and the Agent', () => {
     assert.equal(once.state.steps[0].status, 'Completed');
   });
 
-  it('an agent request past its complete-by stops silently: no call, no reply', async () => {
+  it('an agent request read past its complete-by is not started: no call, a not-started reply', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);
     await handleSchedulerMessage(deps, processOrder(orderId), context('scheduler'));
@@ -176,6 +177,34 @@ describe('poison messages and the Agent', () => {
       context('inventoryAgent'),
     );
     assert.equal(inventory.ledger().requests.filter((r) => r.idempotencyKey?.startsWith(orderId)).length, 0);
+    const replies = await held(infra, queues.scheduler, orderId);
+    assert.deepEqual(
+      replies.map((m) => [m.messageId, m.body.outcome, m.body.attempt]),
+      [[`${request.messageId}:not-started`, 'not-started', 1]],
+    );
+    // The Scheduler records it like a stall: the Supervisor's retry then spends no failure budget.
+    await handleSchedulerMessage(deps, replies[0].body, context('scheduler'));
+    const { state } = await load(deps, orderId);
+    assert.equal(state.steps[0].stalledAttempt, 1);
+    assert.match(state.steps[0].lastError ?? '', /not started/);
+  });
+
+  it('a redelivered request past its complete-by stays silent: an earlier delivery may have started it', async () => {
+    const deps = await freshDeps(infra);
+    const orderId = await submitted(deps);
+    await handleSchedulerMessage(deps, processOrder(orderId), context('scheduler'));
+    const [request] = await held(infra, queues.inventoryAgent, orderId);
+    deps.clock.advanceSeconds(61);
+    const redelivery = new InvocationContext({
+      invocationId: 'redelivery',
+      triggerMetadata: { deliveryCount: 2 },
+    });
+    await handleAgentRequest(
+      { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url, refusals: orderRefusals.inventory },
+      queues.inventoryAgent,
+      request.body,
+      redelivery,
+    );
     assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
   });
 });

@@ -5,7 +5,12 @@ import { runSupervisor } from '../../shared/supervisor/supervisor.js';
 import { randomUUID } from 'node:crypto';
 import { HttpRequest } from '@azure/functions';
 import Long from 'long';
-import { decide, dispatchMessageId, orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
+import {
+  decide,
+  dispatchMessageId,
+  orderIdFromIdempotencyKey,
+  unreadRequestGraceMs,
+} from '../../shared/domain/index.js';
 import { cancelOrder, requestHash, submitOrder } from '../../shared/http/orderApi.js';
 import { behindPlatformAuth, principalHeaders } from '../http/principal.js';
 import { parseOrderRequest } from '../../shared/orders/orderRequest.js';
@@ -195,8 +200,9 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     assert.equal(requests.length, 1);
     assert.equal(requests[0].messageId, dispatchMessageId(orderId, 'inventory', 1, 'do', 1));
     assert.equal(requests[0].body.completeBy, written.state.steps[0].completeBy!.toISOString());
-    // Its deadline is the recorded one, so the TTL shrank by the time lost in the crash.
-    assert.ok(requests[0].timeToLive! <= 58_000, String(requests[0].timeToLive));
+    // Its deadline is the recorded one, so the TTL shrank by the time lost in the crash (it ends
+    // the unread grace after that complete-by).
+    assert.ok(requests[0].timeToLive! <= 58_000 + unreadRequestGraceMs, String(requests[0].timeToLive));
   });
 
   it('crash after a step completion was written but before the next dispatch: the redelivered reply sends it', async () => {

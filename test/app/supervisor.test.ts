@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
-import { processOrderMessageId } from '../../shared/domain/index.js';
+import { orderRefusals, processOrderMessageId } from '../../shared/domain/index.js';
+import { handleAgentRequest } from '../../shared/agents/agent.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { InFlightIndex } from '../../shared/stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
@@ -232,6 +233,78 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     const report = await runSupervisor(gated, context('supervisor'));
     assert.deepEqual([report.postponed, report.retried], [0, 1]);
     assert.equal((await load(deps, orderId)).state.failureCount, 1);
+  });
+
+  /** Empties the given queues so only this test's messages are peeked. */
+  const purge = async (...entities: string[]) => {
+    for (const entity of entities) {
+      const r = infra.client.createReceiver(entity, { receiveMode: 'receiveAndDelete' });
+      while ((await r.receiveMessages(100, { maxWaitTimeInMs: 300 })).length > 0);
+      await r.close();
+    }
+  };
+  const takeOne = async (entity: string) => {
+    const r = infra.client.createReceiver(entity, { receiveMode: 'receiveAndDelete' });
+    const [m] = await r.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+    await r.close();
+    return m;
+  };
+  const watched = (deps: TestDeps): TestDeps => ({
+    ...deps,
+    schedulerBacklog: new ServiceBusQueueBacklog(infra.client, queues.scheduler),
+    agentBacklog: (queue) => new ServiceBusQueueBacklog(infra.client, queue),
+  });
+
+  it('a request never picked up by a busy Agent is not a timeout: it waits for "not started", then retries free', async () => {
+    const deps = await freshDeps(infra);
+    await purge(queues.scheduler, queues.inventoryAgent);
+    const gated = watched(deps);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    // The request waits unread in the Agent's queue past its complete-by.
+    deps.clock.advanceSeconds(61);
+    let report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.candidates, report.postponed, report.retried], [1, 1, 0]);
+    // The Agent reads it at last: too late to start, it says so.
+    const request = await takeOne(queues.inventoryAgent);
+    assert.equal(request.correlationId, orderId);
+    await handleAgentRequest(
+      {
+        bus: deps.bus,
+        clock: deps.clock,
+        serviceUrl: 'http://127.0.0.1:9',
+        refusals: orderRefusals.inventory,
+      },
+      queues.inventoryAgent,
+      request.body,
+      context('inventoryAgent', 'agent-1', request.messageId as string),
+    );
+    // Its reply waits behind the Scheduler: still not a timeout.
+    deps.clock.advanceSeconds(1);
+    report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.postponed, report.retried], [1, 0]);
+    await deliver(deps, (await takeOne(queues.scheduler)).body, 'not-started-applied');
+    // Applied: the step is retried and no failure is counted.
+    report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.postponed, report.retried], [0, 1]);
+    const { state } = await load(deps, orderId);
+    assert.deepEqual([state.processState, state.failureCount], ['Pending', 0]);
+    assert.match(state.steps[0].lastError ?? '', /not started/);
+  });
+
+  it('a request unread on a queue no Agent consumes is a timeout after a claim timeout: a dead Agent still ends orders', async () => {
+    const deps = await freshDeps(infra);
+    await purge(queues.scheduler, queues.inventoryAgent);
+    const gated = watched(deps);
+    const orderId = await submitted(deps);
+    await deliver(deps, processOrder(orderId), 'claim-1');
+    deps.clock.advanceSeconds(61);
+    assert.equal((await runSupervisor(gated, context('supervisor'))).postponed, 1);
+    deps.clock.advanceSeconds(deps.policy.claimTimeoutSeconds + 1);
+    const report = await runSupervisor(gated, context('supervisor'));
+    assert.deepEqual([report.postponed, report.retried], [0, 1]);
+    assert.equal((await load(deps, orderId)).state.failureCount, 1);
+    await purge(queues.inventoryAgent);
   });
 
   it('an early claim is deferred, never dropped, whatever the clocks', async () => {

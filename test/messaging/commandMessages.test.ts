@@ -4,6 +4,7 @@ import {
   decide,
   makePolicy,
   orderWorkflow,
+  unreadRequestGraceMs,
   type Order,
   type DispatchStep,
 } from '../../shared/domain/index.js';
@@ -31,12 +32,12 @@ function claimed() {
   return decide(orderWorkflow, submitted.state, { type: 'Claim', by: 'inv-1' }, now, policy);
 }
 
-test('a dispatch becomes a valid agent request whose TTL ends at complete-by', () => {
+test('a dispatch becomes a valid agent request whose TTL ends the unread grace after complete-by', () => {
   const dispatch = claimed().commands.find((c): c is DispatchStep => c.type === 'DispatchStep')!;
   const { entity, message } = toMessage(dispatch, order, now);
   assert.equal(entity, 'agent-inventory');
   assert.equal(message.messageId, dispatch.messageId);
-  assert.equal(message.timeToLiveMs, 30_000);
+  assert.equal(message.timeToLiveMs, 30_000 + unreadRequestGraceMs);
   assert.equal(message.scheduledEnqueueTime, undefined);
   const parsed = parseMessage(agentRequestSchema, message.body);
   assert.ok(parsed.ok);
