@@ -1,7 +1,8 @@
 // Operator alerting. Every rule pages through the one action group.
 //
 // On the Service Bus namespace (platform metrics: they keep working when the app is down):
-//  - an order ended in Error and its alert is waiting in the operator-alerts queue;
+//  - an operator alert is waiting in the operator-alerts queue (an order gave up, a poison
+//    message, a remote service outage);
 //  - any entity has dead-lettered messages (Invariant 6: each leaves its order visible).
 // On Application Insights (log search over the app's telemetry; metric names are the app's
 // OpenTelemetry instruments, shared/observability/metricNames.ts):
@@ -70,7 +71,7 @@ resource operatorAlertsWaiting 'Microsoft.Insights/metricAlerts@2018-03-01' = {
   location: 'global'
   tags: tags
   properties: {
-    description: 'Messages are waiting in ${operatorAlertsQueue}: an order ended in Error and needs an operator.'
+    description: 'Messages are waiting in ${operatorAlertsQueue}: an order gave up, a message failed its schema, or a remote service is out. Each message says which and why.'
     severity: 2
     enabled: true
     scopes: [namespace.id]
