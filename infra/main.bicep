@@ -67,11 +67,24 @@ param instanceMemoryMB int = 512
 @description('Email for operator alerts. Empty: the action group has no receivers.')
 param alertEmail string = ''
 
+@description('Consecutive operational failures at one remote service that raise its outage alert (app setting SERVICE_OUTAGE_ALERT_THRESHOLD); also the 5-minute count the service-outage rule fires at.')
+param serviceOutageAlertThreshold string = '5'
+
+@description('Percentage of terminal orders in Error, over 15 minutes, that raises the error-rate alert.')
+@minValue(1)
+@maxValue(100)
+param alertErrorRatePercent int = 5
+
 var abbrs = loadJsonContent('./abbreviations.json')
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 var functionAppName = '${abbrs.webSitesFunctions}api-${resourceToken}'
 var deploymentContainerName = 'app-package-${take(functionAppName, 32)}-${take(resourceToken, 7)}'
+
+// How long an order may stay in flight before it is late: each of the attempts the Supervisor
+// allows before giving up may wait out a claim timeout and a step timeout. Taken from the same
+// parameters as the app settings, so the alert moves when they do (docs/operations.md).
+var inFlightAgeBoundSeconds = (int(stepTimeoutSeconds) + int(claimTimeoutSeconds)) * int(failureHardThreshold)
 
 // The Service Bus entities the app touches, by direction. Every name here must be declared in
 // infra/servicebus-emulator/Config.json (test/infra/drift.test.ts checks it); the entities
@@ -172,6 +185,7 @@ module api 'app/api.bicep' = {
     failureHardThreshold: failureHardThreshold
     extendedBackoffSeconds: extendedBackoffSeconds
     statusEvents: statusEvents
+    serviceOutageAlertThreshold: serviceOutageAlertThreshold
     instanceMemoryMB: instanceMemoryMB
     operatorAuthClientId: operatorAuthClientId
   }
@@ -184,11 +198,28 @@ module alerts 'app/alerts.bicep' = {
   scope: rg
   params: {
     serviceBusNamespaceName: serviceBus.outputs.name
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    location: location
     actionGroupName: '${abbrs.insightsActionGroups}${resourceToken}'
     alertNamePrefix: '${abbrs.insightsMetricAlerts}${resourceToken}'
     operatorAlertsQueue: appEntities.operatorAlertsQueue
     alertEmail: alertEmail
     tags: tags
+    inFlightAgeBoundSeconds: inFlightAgeBoundSeconds
+    errorRatePercent: alertErrorRatePercent
+    serviceOutageThreshold: int(serviceOutageAlertThreshold)
+  }
+}
+
+module workbook 'app/workbook.bicep' = {
+  name: 'workbook'
+  scope: rg
+  params: {
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    location: location
+    tags: tags
+    displayName: 'Order processing (${environmentName})'
+    inFlightAgeBoundSeconds: inFlightAgeBoundSeconds
   }
 }
 

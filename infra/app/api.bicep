@@ -20,6 +20,7 @@ param claimTimeoutSeconds string
 param failureSoftThreshold string
 param failureHardThreshold string
 param extendedBackoffSeconds string
+param serviceOutageAlertThreshold string
 
 @description('Client id of the Entra app registration operators sign in to (infra/hooks/preprovision.sh creates it). Empty: no App Service Authentication, so every operator route answers 401.')
 param operatorAuthClientId string = ''
@@ -82,7 +83,7 @@ var appSettings = {
   EXTENDED_BACKOFF_SECONDS: extendedBackoffSeconds
   STATUS_EVENTS: statusEvents
   // Consecutive operational failures at one remote service that raise its outage alert.
-  SERVICE_OUTAGE_ALERT_THRESHOLD: '5'
+  SERVICE_OUTAGE_ALERT_THRESHOLD: serviceOutageAlertThreshold
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

@@ -462,6 +462,9 @@ export function checkNoSecrets(files: BicepFile[]): string[] {
     [/\bsig=/i, 'a SAS signature'],
     [/primary(Key|ConnectionString)\b/i, 'primaryKey/primaryConnectionString'],
     [/authorizationRules/i, 'a SAS authorization rule'],
+    // Application Insights: ingestion is Entra-only, so no setting may carry the key itself.
+    [/InstrumentationKey\s*=/i, 'an Application Insights instrumentation key'],
+    [/APPINSIGHTS_INSTRUMENTATIONKEY/i, 'APPINSIGHTS_INSTRUMENTATIONKEY'],
   ];
   const allowedConnectionString =
     /^\s*APPLICATIONINSIGHTS_CONNECTION_STRING:\s*\w+\.properties\.ConnectionString\s*$/;

@@ -555,6 +555,26 @@ test('no keys, SAS or secret-bearing connection strings anywhere in infra/', () 
     ]),
     /uses a connection string/,
   );
+  reports(
+    checkNoSecrets([
+      broken(
+        api,
+        '  AZURE_CLIENT_ID:',
+        '  APPINSIGHTS_INSTRUMENTATIONKEY: applicationInsights.properties.InstrumentationKey\n  AZURE_CLIENT_ID:',
+      ),
+    ]),
+    /APPINSIGHTS_INSTRUMENTATIONKEY/,
+  );
+  reports(
+    checkNoSecrets([
+      broken(
+        api,
+        /APPLICATIONINSIGHTS_CONNECTION_STRING: [^\n]*/,
+        "APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000'",
+      ),
+    ]),
+    /instrumentation key/,
+  );
 });
 
 test('local auth is disabled on Service Bus, Storage and Application Insights', () => {
