@@ -92,6 +92,8 @@ export interface ChaosContext {
   attempted: Set<string>;
   /** POSTs that got no 202 (host down, 503): not acknowledged, so not owed a terminal state. */
   refused: number;
+  /** 503s with Retry-After from the submission door (each retried after the wait it asked for). */
+  doorRefusals: number;
   extraHosts: SpawnedLocalHost[];
   /** The emulator / Azurite currently running (they change when a scenario restarts them). */
   serviceBus: ServiceBusEmulator;
@@ -161,6 +163,7 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
     submitted: new Map(),
     attempted: new Set(),
     refused: 0,
+    doorRefusals: 0,
     extraHosts: [],
     serviceBus: stack.serviceBus,
     azurite,
@@ -243,6 +246,13 @@ export async function submitOrder(
         return body.orderId;
       }
       if (res.status < 500) break;
+      // The door's 503 says when to come back; honour it within the patience left.
+      const retryAfter = Number(res.headers.get('retry-after'));
+      if (res.status === 503 && Number.isFinite(retryAfter) && retryAfter > 0) {
+        ctx.doorRefusals += 1;
+        await sleep(Math.min(retryAfter * 1000, Math.max(0, giveUpAt - Date.now())));
+        continue;
+      }
     } catch {
       // host down or connection reset: retry with the same key
     }

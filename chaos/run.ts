@@ -148,6 +148,7 @@ async function runOnStack(
       );
     }
     if (ctx.refused > 0) note += `; ${ctx.refused} POSTs never acknowledged`;
+    if (ctx.doorRefusals > 0) note += `; ${ctx.doorRefusals} door refusals (503, retried)`;
     return {
       scenario: scenario.name,
       note,

@@ -145,3 +145,20 @@ test('the duplicate-detection window the check uses is the one every entity is c
   assert.ok(windows.length > 0);
   for (const w of windows) assert.equal(w, `PT${duplicateDetectionWindowSeconds / 60}M`);
 });
+
+test('ADMISSION_BACKLOG_LIMIT_SECONDS: the door, by default hard threshold x claim timeout, 0 keeps it open', () => {
+  assert.equal(loadSettings(base).admissionBacklogLimitSeconds, 5 * 60);
+  assert.equal(
+    loadSettings({ ...base, FAILURE_HARD_THRESHOLD: '4', CLAIM_TIMEOUT_SECONDS: '3' })
+      .admissionBacklogLimitSeconds,
+    12,
+  );
+  assert.equal(
+    loadSettings({ ...base, ADMISSION_BACKLOG_LIMIT_SECONDS: '0' }).admissionBacklogLimitSeconds,
+    0,
+  );
+  assert.throws(
+    () => loadSettings({ ...base, ADMISSION_BACKLOG_LIMIT_SECONDS: '-1' }),
+    /ADMISSION_BACKLOG_LIMIT_SECONDS/,
+  );
+});

@@ -84,6 +84,9 @@ var appSettings = {
   STATUS_EVENTS: statusEvents
   // Consecutive operational failures at one remote service that raise its outage alert.
   SERVICE_OUTAGE_ALERT_THRESHOLD: serviceOutageAlertThreshold
+  // The submission door: refuse new orders (503) once the Scheduler's intake is this far behind,
+  // the wait after which a backlog would have given orders up before claims stopped counting.
+  ADMISSION_BACKLOG_LIMIT_SECONDS: string(int(failureHardThreshold) * int(claimTimeoutSeconds))
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

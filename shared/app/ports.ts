@@ -2,6 +2,7 @@ import type { Clock, Policy, Workflow } from '../domain/index.js';
 import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
+import type { IntakeGauge } from '../messaging/intakeGauge.js';
 import type { StateStore } from '../stateStore/index.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
@@ -17,4 +18,9 @@ export interface Dependencies {
   schedulerBacklog?: QueueBacklog;
   /** An Agent queue's backlog, by queue name; without it a request's wait counts as its time. */
   agentBacklog?: (queue: string) => QueueBacklog;
+  /**
+   * The submission door: new orders are refused (503, Retry-After) while the scheduler queue's
+   * oldest waiting message is older than `limitSeconds`. Without it the door is always open.
+   */
+  door?: { limitSeconds: number; intake: IntakeGauge };
 }

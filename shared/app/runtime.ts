@@ -3,6 +3,7 @@ import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
+import { IntakeGauge } from '../messaging/intakeGauge.js';
 import { queues } from '../messaging/entities.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
@@ -42,6 +43,11 @@ async function create(s: Settings): Promise<Dependencies> {
     }),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
+    door: {
+      limitSeconds: s.admissionBacklogLimitSeconds,
+      // One page is enough to find the head of a backlog worth refusing for.
+      intake: new IntakeGauge(new ServiceBusQueueBacklog(bus.client, queues.scheduler, 1)),
+    },
     // Deeper than the scheduler's: a burst can queue thousands of requests at one Agent.
     agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),
     clock: systemClock,

@@ -27,6 +27,7 @@ export const settingNames = {
   extendedBackoffSeconds: 'EXTENDED_BACKOFF_SECONDS',
   statusEvents: 'STATUS_EVENTS',
   serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
+  admissionBacklogLimitSeconds: 'ADMISSION_BACKLOG_LIMIT_SECONDS',
 } as const;
 
 export type ServiceBusConnection =
@@ -52,6 +53,12 @@ export interface Settings {
   functionTimeoutSeconds?: number;
   /** Consecutive operational failures at one remote service that raise its outage alert. */
   serviceOutageAlertThreshold: number;
+  /**
+   * The submission door: new orders get 503 while the scheduler queue's oldest waiting message is
+   * older than this; 0 keeps the door open. Default: hard threshold x claim timeout, the wait
+   * after which, before claim timeouts stopped counting as failures, a backlog gave orders up.
+   */
+  admissionBacklogLimitSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -246,7 +253,15 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
     statusEvents: oneOf(env, settingNames.statusEvents, statusEventLevels, defaultStatusEventLevel),
     serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
+    admissionBacklogLimitSeconds: 0,
   };
+  loaded.admissionBacklogLimitSeconds = integer(
+    env,
+    settingNames.admissionBacklogLimitSeconds,
+    hard * loaded.claimTimeoutSeconds,
+    0,
+    86_400,
+  );
   const host = limits ?? readHostLimits(env);
   checkAgainstLimits(loaded, host);
   return { ...loaded, functionTimeoutSeconds: host.functionTimeoutSeconds };

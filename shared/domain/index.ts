@@ -1,3 +1,4 @@
+export * from './admission.js';
 export * from './clock.js';
 export * from './commands.js';
 export * from './errors.js';

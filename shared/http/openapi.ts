@@ -179,6 +179,10 @@ function operations(): Record<string, Record<string, OperationObject>> {
           ),
           '415': problem('The body is not JSON.'),
           ...clientResponses,
+          '503': problem(
+            'Not accepted now: the Schedulers are behind (problem type `overloaded`, see ADMISSION_BACKLOG_LIMIT_SECONDS) or a backing service is busy. Nothing was recorded; retry after Retry-After seconds with the same Idempotency-Key.',
+            ['Retry-After'],
+          ),
         },
       },
       get: {

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 import {
+  admission,
   decide,
   isOrderId,
   orderIdFromIdempotencyKey,
@@ -138,6 +139,8 @@ export async function submitOrder(
     // that a first submission writes before its transaction).
     return replayedSubmission(deps, request, order, log, recorded);
   }
+  const refused = await atTheDoor(deps, now, log);
+  if (refused) return refused;
   const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
   try {
     await deps.store.submit(order, decision.state);
@@ -148,6 +151,35 @@ export async function submitOrder(
   log.info('order recorded', { processState: decision.state.processState });
   await sendAfterWrite(() => carryOut(deps, decision.commands, order, now, log), log);
   return accepted(request, decision.state);
+}
+
+/**
+ * Refuses a new order, before anything is written, while the Scheduler's intake is further behind
+ * than the door's limit (see domain/admission.ts); undefined when the order may come in.
+ */
+async function atTheDoor(deps: Dependencies, now: Date, log: Logger): Promise<HttpResponseInit | undefined> {
+  if (!deps.door) return undefined;
+  const reading = await deps.door.intake.read();
+  if (!reading.known) {
+    log.warn('scheduler backlog unknown; the door stays open', { error: reading.error });
+    return undefined;
+  }
+  const verdict = admission(reading.oldestWaitingSince, now, deps.door.limitSeconds);
+  if (verdict.open) return undefined;
+  log.warn('order refused at the door: the Scheduler is behind', {
+    backlogSeconds: verdict.backlogSeconds,
+    limitSeconds: verdict.limitSeconds,
+  });
+  const response = problem(
+    503,
+    problemTypes.overloaded,
+    'Not accepting new orders right now',
+    `The oldest order waiting for a Scheduler has waited ${verdict.backlogSeconds} s (limit ` +
+      `${verdict.limitSeconds} s). Nothing was recorded; retry after ${verdict.retryAfterSeconds} s ` +
+      'with the same Idempotency-Key.',
+  );
+  (response.headers as Record<string, string>)['Retry-After'] = String(verdict.retryAfterSeconds);
+  return response;
 }
 
 /** The same Idempotency-Key again: the same order if the body matches, else a 409. */

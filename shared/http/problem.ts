@@ -29,6 +29,7 @@ export const problemTypes = {
   unauthenticated: 'unauthenticated',
   forbidden: 'forbidden',
   busy: 'busy',
+  overloaded: 'overloaded',
   internal: 'internal-error',
 } as const;
 
