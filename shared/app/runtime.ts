@@ -3,6 +3,7 @@ import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
+import { ServiceBusDeadLetters } from '../messaging/deadLetters.js';
 import { queues } from '../messaging/entities.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
@@ -44,6 +45,7 @@ async function create(s: Settings): Promise<Dependencies> {
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
     // Deeper than the scheduler's: a burst can queue thousands of requests at one Agent.
     agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),
+    deadLetters: new ServiceBusDeadLetters(bus.client),
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,

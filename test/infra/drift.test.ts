@@ -9,7 +9,11 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { settingNames } from '../../shared/config/settings.js';
-import { queues as appQueues, topics as appTopics } from '../../shared/messaging/entities.js';
+import {
+  orderStatusSubscriptions,
+  queues as appQueues,
+  topics as appTopics,
+} from '../../shared/messaging/entities.js';
 import {
   appMessaging,
   bicepAppSettings,
@@ -131,6 +135,22 @@ test('every queue and topic the app names exists in Config.json', () => {
     (q) => q.Name !== 'agent-payment',
   );
   assert.ok(!entityNames(missing).queues.includes('agent-payment'));
+});
+
+/** The operator's dead-letter routes list exactly these; an entity missing here would go unseen. */
+test('the app names every Config.json queue and every order-status subscription (the dead-letter list)', () => {
+  const known = entityNames(config);
+  assert.deepEqual([...known.queues].sort(), [...appUses.queues].sort());
+  const subscriptionsOf = (c: EmulatorConfig) =>
+    entityNames(c)
+      .subscriptions.filter((s) => s.startsWith(`${appTopics.orderStatus}/`))
+      .map((s) => s.slice(appTopics.orderStatus.length + 1))
+      .sort();
+  assert.deepEqual(subscriptionsOf(config), [...orderStatusSubscriptions].sort());
+  const extra = structuredClone(config);
+  const topic = extra.UserConfig.Namespaces[0].Topics!.find((t) => t.Name === appTopics.orderStatus)!;
+  topic.Subscriptions = [...(topic.Subscriptions ?? []), { Name: 'billing' }];
+  assert.notDeepEqual(subscriptionsOf(extra), [...orderStatusSubscriptions].sort());
 });
 
 test('servicebus.bicep and conformance/main.bicep load their Config.json (loadJsonContent, path relative to the file)', () => {
