@@ -18,6 +18,7 @@ import {
   appMessaging,
   bicepAppSettings,
   checkAppEntities,
+  checkDeadLetterAccess,
   checkEntitiesFromConfig,
   checkLoadsEmulatorConfig,
   checkLocalAuthDisabled,
@@ -786,4 +787,52 @@ test('operator routes are anonymous to the host and guarded in code; client rout
   );
   assert.match(orderApi, /export function resubmitOrder[\s\S]*?return operatorAction\(/);
   assert.match(orderApi, /export function cancelOrder[\s\S]*?return operatorAction\(/);
+});
+
+test("the app identity may read and settle every dead-letter source the operator's routes list", () => {
+  const main = bicep('infra/main.bicep');
+  const rbac = bicep('infra/app/rbac.bicep');
+  const sources = {
+    queues: Object.values(appQueues),
+    subscriptions: orderStatusSubscriptions.map((s) => `${appTopics.orderStatus}/${s}`),
+  };
+  assert.deepEqual(checkDeadLetterAccess(main.text, rbac.text, sources), []);
+  reports(
+    checkDeadLetterAccess(
+      broken(
+        main,
+        "readsDeadLettersOfSubscriptions: ['order-status/all']",
+        'readsDeadLettersOfSubscriptions: []',
+      ).text,
+      rbac.text,
+      sources,
+    ),
+    /readsDeadLettersOfSubscriptions is \[\]/,
+  );
+  reports(
+    checkDeadLetterAccess(
+      broken(main, /\n\s*readsDeadLettersOfQueues: appEntities\.readsDeadLettersOfQueues/, '').text,
+      rbac.text,
+      sources,
+    ),
+    /readsDeadLettersOfQueues is not passed/,
+  );
+  reports(
+    checkDeadLetterAccess(
+      main.text,
+      broken(rbac, '(queueName, i) in deadLetterOnlyQueues:', '(queueName, i) in receivesFromQueues:').text,
+      sources,
+    ),
+    /no Data Receiver on the dead-letter queues/,
+  );
+  reports(
+    checkDeadLetterAccess(
+      main.text,
+      broken(rbac, /scope: deadLetterSubscriptions\[i\]/, 'scope: namespace').text,
+      sources,
+    ),
+    /no Data Receiver on the dead-letter subscriptions/,
+  );
+  const more = { ...sources, subscriptions: [...sources.subscriptions, 'order-status/billing'] };
+  reports(checkDeadLetterAccess(main.text, rbac.text, more), /dead-letter subscriptions are/);
 });
