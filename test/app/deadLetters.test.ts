@@ -4,8 +4,10 @@ import { after, before, describe, it } from 'node:test';
 import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { odata } from '@azure/data-tables';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { z } from 'zod';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import {
+  deadLetterMessageSchema,
   deadLetterCounts,
   deadLetterMessages,
   discardDeadLetters,
@@ -31,6 +33,8 @@ import {
   type Infra,
   type TestDeps,
 } from './direct.js';
+
+type DeadLetterView = z.infer<typeof deadLetterMessageSchema>;
 
 /**
  * The operator's dead-letter routes, called directly, against Azurite and the in-process Service
@@ -88,7 +92,7 @@ describe('dead letters: list, redrive, discard', () => {
     documented().assert(method, path, observed);
     return {
       status: res.status ?? 200,
-      body: observed.body ? (JSON.parse(observed.body) as Record<string, any>) : {},
+      body: observed.body ? (JSON.parse(observed.body) as Record<string, unknown>) : {},
     };
   }
 
@@ -129,7 +133,7 @@ describe('dead letters: list, redrive, discard', () => {
       `/deadletters/messages?entity=${encodeURIComponent(entity)}&top=100`,
     );
     assert.equal(res.status, 200);
-    return res.body.messages as Array<Record<string, any>>;
+    return res.body.messages as DeadLetterView[];
   }
 
   async function historyOf(deps: TestDeps, orderId: string): Promise<HistoryEntry[]> {
@@ -197,7 +201,7 @@ describe('dead letters: list, redrive, discard', () => {
     assert.equal(listed.reason, 'MaxDeliveryCountExceeded');
     assert.equal(listed.deliveryCount, 10);
     assert.equal(listed.orderId, orderId);
-    assert.ok(Date.parse(listed.enqueuedAt) > 0);
+    assert.ok(Date.parse(listed.enqueuedAt ?? '') > 0);
     assert.deepEqual(JSON.parse(listed.body), processOrder(orderId));
     assert.equal(listed.bodyTruncated, false);
 
