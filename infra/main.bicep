@@ -94,6 +94,10 @@ var appEntities = {
   sendsToQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts']
   sendsToTopics: ['order-status']
   operatorAlertsQueue: 'operator-alerts'
+  // The operator's dead-letter routes peek, receive and complete the dead letters of every queue
+  // and order-status subscription (Data Receiver; a redrive's copy goes to a send target above).
+  readsDeadLettersOfQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts']
+  readsDeadLettersOfSubscriptions: ['order-status/all']
 }
 
 resource rg 'Microsoft.Resources/resourceGroups@2021-04-01' = {
@@ -156,6 +160,8 @@ module rbac 'app/rbac.bicep' = {
     sendsToQueues: appEntities.sendsToQueues
     sendsToTopics: appEntities.sendsToTopics
     operatorAlertsQueue: appEntities.operatorAlertsQueue
+    readsDeadLettersOfQueues: appEntities.readsDeadLettersOfQueues
+    readsDeadLettersOfSubscriptions: appEntities.readsDeadLettersOfSubscriptions
     userPrincipalId: principalId
     userPrincipalType: principalType
   }

@@ -9,6 +9,9 @@ param receivesFromQueues string[]
 param sendsToQueues string[]
 param sendsToTopics string[]
 param operatorAlertsQueue string
+@description('Queues whose dead letters the operator routes read and settle (topic/subscription for subscriptions below).')
+param readsDeadLettersOfQueues string[] = []
+param readsDeadLettersOfSubscriptions string[] = []
 param userPrincipalId string = ''
 @allowed(['User', 'ServicePrincipal', 'Group'])
 param userPrincipalType string = 'User'
@@ -66,6 +69,19 @@ resource alertsQueue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existin
   name: operatorAlertsQueue
 }
 
+// Data Receiver on a queue covers its dead-letter queue. A queue a trigger already receives from
+// has the role (the same assignment twice would collide on its guid name).
+var deadLetterOnlyQueues = filter(readsDeadLettersOfQueues, q => !contains(receivesFromQueues, q))
+
+resource deadLetterQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existing = [for queueName in deadLetterOnlyQueues: {
+  parent: namespace
+  name: queueName
+}]
+
+resource deadLetterSubscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' existing = [for path in readsDeadLettersOfSubscriptions: {
+  name: '${serviceBusNamespaceName}/${path}'
+}]
+
 resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
   name: applicationInsightsName
 }
@@ -83,6 +99,26 @@ resource appStorage 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for 
 resource appReceive 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for (queueName, i) in receivesFromQueues: {
   name: guid(receiveQueues[i].id, appPrincipalId, roles.serviceBusDataReceiver)
   scope: receiveQueues[i]
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
+    principalId: appPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}]
+
+resource appDeadLetterQueue 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for (queueName, i) in deadLetterOnlyQueues: {
+  name: guid(deadLetterQueues[i].id, appPrincipalId, roles.serviceBusDataReceiver)
+  scope: deadLetterQueues[i]
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
+    principalId: appPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}]
+
+resource appDeadLetterSubscription 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for (path, i) in readsDeadLettersOfSubscriptions: {
+  name: guid(deadLetterSubscriptions[i].id, appPrincipalId, roles.serviceBusDataReceiver)
+  scope: deadLetterSubscriptions[i]
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
     principalId: appPrincipalId

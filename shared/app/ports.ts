@@ -3,6 +3,7 @@ import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
 import type { IntakeGauge } from '../messaging/intakeGauge.js';
+import type { DeadLetterQueues } from '../messaging/deadLetters.js';
 import type { StateStore } from '../stateStore/index.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
@@ -23,4 +24,6 @@ export interface Dependencies {
    * oldest waiting message is older than `limitSeconds`. Without it the door is always open.
    */
   door?: { limitSeconds: number; intake: IntakeGauge };
+  /** The dead-letter queues, for the operator's dead-letter routes. */
+  deadLetters?: DeadLetterQueues;
 }

@@ -4,6 +4,7 @@ import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
 import { IntakeGauge } from '../messaging/intakeGauge.js';
+import { ServiceBusDeadLetters } from '../messaging/deadLetters.js';
 import { queues } from '../messaging/entities.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
@@ -50,6 +51,7 @@ async function create(s: Settings): Promise<Dependencies> {
     },
     // Deeper than the scheduler's: a burst can queue thousands of requests at one Agent.
     agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),
+    deadLetters: new ServiceBusDeadLetters(bus.client),
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,

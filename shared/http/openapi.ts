@@ -10,6 +10,16 @@ import {
   processStateSchema,
   stepViewSchema,
 } from '../orders/orderView.js';
+import {
+  deadLetterActionSchema,
+  deadLetterCountsSchema,
+  deadLetterEntityNames,
+  deadLetterMessageSchema,
+  deadLetterPageSchema,
+  deadLetterResultsSchema,
+  maxSequenceNumbers,
+  maxTop,
+} from './deadLetterApi.js';
 import { maxBodyBytes } from './jsonBody.js';
 import { operatorRole } from './operatorAuth.js';
 import { fieldErrorSchema, problemDetailsSchema } from './problem.js';
@@ -49,6 +59,7 @@ const requestSchemas = {
   OrderRequest: orderRequestSchema,
   OrderItem: orderItemSchema,
   ShippingAddress: shippingAddressSchema,
+  DeadLetterAction: deadLetterActionSchema,
 };
 const responseSchemas = {
   OrderAccepted: orderAcceptedSchema,
@@ -61,6 +72,10 @@ const responseSchemas = {
   ShippingAddress: shippingAddressSchema,
   Problem: problemDetailsSchema,
   FieldError: fieldErrorSchema,
+  DeadLetterCounts: deadLetterCountsSchema,
+  DeadLetterPage: deadLetterPageSchema,
+  DeadLetterMessage: deadLetterMessageSchema,
+  DeadLetterResults: deadLetterResultsSchema,
 };
 
 function toComponents(
@@ -251,6 +266,83 @@ function operations(): Record<string, Record<string, OperationObject>> {
         },
       },
     },
+    '/deadletters': {
+      get: {
+        operationId: 'deadLetterCounts',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Dead letters per queue and subscription',
+        description:
+          'How many messages each queue and each `order-status` subscription has dead-lettered (counted by peeking, up to 1,000 each).',
+        responses: {
+          '200': json('DeadLetterCounts', 'One count per entity.', ['Cache-Control']),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/deadletters/messages': {
+      get: {
+        operationId: 'deadLetterMessages',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: "One entity's dead letters",
+        description:
+          'The oldest dead letters of a queue or subscription (peeked: nothing is locked or changed), with the reason Service Bus or the app gave, the order they name and their body.',
+        parameters: [param('DeadLetterEntity'), param('Top')],
+        responses: {
+          '200': json('DeadLetterPage', 'The dead letters, oldest first.', ['Cache-Control']),
+          '400': problem('Unknown entity or invalid top.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/deadletters/redrive': {
+      post: {
+        operationId: 'redriveDeadLetters',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Send dead letters back',
+        description:
+          "Sends a copy of each chosen dead letter, with a new message id, to its queue (a subscription's copy goes to the topic, with `redrivenFor` naming the subscription), then removes the dead letter and records the redrive in the order's history. Redriving the same dead letter twice sends one copy.",
+        requestBody: {
+          required: true,
+          description: `JSON, at most ${maxSequenceNumbers} sequence numbers.`,
+          content: { 'application/json': { schema: componentRef('DeadLetterAction') } },
+        },
+        responses: {
+          '200': json('DeadLetterResults', 'One result per sequence number.', ['Cache-Control']),
+          '400': problem(
+            'Malformed JSON, an unknown entity, or invalid sequence numbers (listed in `errors`).',
+          ),
+          '413': problem(`The body is over ${maxBodyBytes} bytes.`),
+          '415': problem('The body is not JSON.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/deadletters/discard': {
+      post: {
+        operationId: 'discardDeadLetters',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Discard dead letters',
+        description: "Removes each chosen dead letter and records the discard in the order's history.",
+        requestBody: {
+          required: true,
+          description: `JSON, at most ${maxSequenceNumbers} sequence numbers.`,
+          content: { 'application/json': { schema: componentRef('DeadLetterAction') } },
+        },
+        responses: {
+          '200': json('DeadLetterResults', 'One result per sequence number.', ['Cache-Control']),
+          '400': problem(
+            'Malformed JSON, an unknown entity, or invalid sequence numbers (listed in `errors`).',
+          ),
+          '413': problem(`The body is over ${maxBodyBytes} bytes.`),
+          '415': problem('The body is not JSON.'),
+          ...operatorResponses,
+        },
+      },
+    },
     [`/${openApiRoute}`]: {
       get: {
         operationId: 'getOpenApiDocument',
@@ -312,6 +404,20 @@ function parameters(): JsonSchema {
       description: 'From the previous page, passed back as is.',
       schema: inline(z.string().regex(/^[A-Za-z0-9_\-.~+/=]{1,2048}$/)),
     },
+    DeadLetterEntity: {
+      name: 'entity',
+      in: 'query',
+      required: true,
+      description: 'A queue, or a subscription as `topic/subscriptions/name`.',
+      schema: inline(z.enum(deadLetterEntityNames)),
+    },
+    Top: {
+      name: 'top',
+      in: 'query',
+      required: false,
+      description: 'How many dead letters to list, oldest first.',
+      schema: inline(z.number().int().min(1).max(maxTop).default(50)),
+    },
     CancelReason: {
       name: 'reason',
       in: 'query',
@@ -365,7 +471,11 @@ export function openApiDocument(): OpenApiDocument {
     servers: [{ url: '/api', description: 'The function app (local host or Azure).' }],
     tags: [
       { name: 'orders', description: 'For clients: submit an order and follow it.' },
-      { name: 'operator', description: 'For operators: find orders by state, resubmit or cancel them.' },
+      {
+        name: 'operator',
+        description:
+          'For operators: find orders by state, resubmit or cancel them; read, redrive or discard dead letters.',
+      },
       { name: 'meta', description: 'About the API itself.' },
     ],
     security: [{ functionKeyHeader: [] }, { functionKeyQuery: [] }],
@@ -388,7 +498,7 @@ export function openApiDocument(): OpenApiDocument {
         operatorBearer: {
           type: 'http',
           scheme: 'bearer',
-          description: `For operator routes only (list, resubmit, cancel), which refuse a function key. In Azure: an Entra ID access token for the app, accepted by App Service Authentication, for a user or application assigned the ${operatorRole} app role. Locally: the operator key \`npm start\` prints (\`Authorization: Bearer <operator key>\`).`,
+          description: `For operator routes only (list, resubmit, cancel, dead letters), which refuse a function key. In Azure: an Entra ID access token for the app, accepted by App Service Authentication, for a user or application assigned the ${operatorRole} app role. Locally: the operator key \`npm start\` prints (\`Authorization: Bearer <operator key>\`).`,
         },
       },
     },

@@ -19,6 +19,13 @@ export const topics = {
   orderStatus: 'order-status',
 } as const;
 
+/**
+ * The order-status topic's subscriptions, as infra/servicebus-emulator/Config.json declares them
+ * (and the Bicep deploys from it; test/infra/drift.test.ts keeps this list equal to the file's).
+ * The app listens on none of them (they are for client apps); it only reads their dead letters.
+ */
+export const orderStatusSubscriptions = ['all'] as const;
+
 /** The app setting (connection prefix) that names the Service Bus namespace for triggers and clients. */
 export const serviceBusConnectionSetting = 'ServiceBusConnection';
 

@@ -5,6 +5,8 @@ import { randomPorts, startStack, type Stack } from '../../local/stack.js';
 import { openApiDocument, type OperationObject } from '../../shared/http/openapi.js';
 import { orderBody, waitFor } from '../app/helpers.js';
 import { OpenApiValidator } from './openApiValidator.js';
+import { ServiceBusClient } from '@azure/service-bus';
+import { queues } from '../../shared/messaging/entities.js';
 
 /**
  * Every route over real HTTP (local host + Azurite + Service Bus emulator), every answer checked
@@ -65,6 +67,13 @@ describe('the API answers as its OpenAPI document says', () => {
   }
   const operator = (method: string, path: string) => call(method, path, { as: 'operator' });
 
+  const deadLetterRoutes = [
+    ['GET', '/deadletters'],
+    ['GET', `/deadletters/messages?entity=${queues.scheduler}`],
+    ['POST', '/deadletters/redrive'],
+    ['POST', '/deadletters/discard'],
+  ];
+
   /** Operator routes are guarded in code; a caller without credentials meets the guard's 401. */
   const operatorRefusal = (res: { status: number; headers: Headers }) =>
     res.status === 401 &&
@@ -115,9 +124,10 @@ describe('the API answers as its OpenAPI document says', () => {
       )
       .sort();
     assert.deepEqual(documentedOps, registered.sort());
-    assert.ok(
-      documentedOps.filter((k) => k.endsWith(' operator')).length === 3,
-      'list, resubmit and cancel are the operator operations',
+    assert.equal(
+      documentedOps.filter((k) => k.endsWith(' operator')).length,
+      7,
+      'list, resubmit, cancel and the four dead-letter routes are the operator operations',
     );
   });
 
@@ -136,6 +146,7 @@ describe('the API answers as its OpenAPI document says', () => {
       ['GET', '/orders?state=Pending'],
       ['POST', `/orders/${id}/resubmit`],
       ['POST', `/orders/${id}/cancel`],
+      ...deadLetterRoutes,
     ]) {
       const res = await call(method!, path!, { as: 'nobody' });
       assert.ok(operatorRefusal(res), `${method} ${path}: ${res.status} ${res.raw}`);
@@ -148,6 +159,7 @@ describe('the API answers as its OpenAPI document says', () => {
       ['GET', '/orders?state=Pending'],
       ['POST', `/orders/${id}/resubmit`],
       ['POST', `/orders/${id}/cancel`],
+      ...deadLetterRoutes,
     ]) {
       const withHeader = await call(method!, path!);
       assert.equal(withHeader.status, 403, `${method} ${path}: ${withHeader.raw}`);
@@ -234,6 +246,85 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal(resubmitted.body.processState, 'Pending');
     assert.equal((await operator('POST', '/orders/NOT-AN-ID/resubmit')).status, 400);
     assert.equal((await operator('POST', `/orders/${randomUUID()}/resubmit`)).status, 404);
+  });
+
+  it('dead letters: a poison message the host dead-letters is listed, redriven (and dead-lettered again), discarded; 400, 413, 415', async () => {
+    const orderId = randomUUID();
+    const messageId = `poison-${orderId}`;
+    const client = new ServiceBusClient(stack.serviceBus.connectionString);
+    try {
+      const sender = client.createSender(queues.scheduler);
+      await sender.sendMessages({
+        messageId,
+        correlationId: orderId,
+        body: { type: 'agent-reply', orderId, step: 'NOT A STEP' },
+      });
+      await sender.close();
+    } finally {
+      await client.close();
+    }
+    type Listed = { sequenceNumber: string; messageId: string; reason: string; orderId: string };
+    const deadLetterWithId = (id: string) =>
+      waitFor(`${id} in the scheduler's dead-letter queue`, async () => {
+        const res = await operator('GET', `/deadletters/messages?entity=${queues.scheduler}&top=100`);
+        assert.equal(res.status, 200);
+        return (res.body.messages as Listed[]).find((m) => m.messageId === id);
+      });
+    const first = await deadLetterWithId(messageId);
+    assert.equal(first.reason, 'MaxDeliveryCountExceeded');
+    assert.equal(first.orderId, orderId);
+    const counts = await operator('GET', '/deadletters');
+    assert.equal(counts.status, 200);
+
+    const redrive = await call('POST', '/deadletters/redrive', {
+      as: 'operator',
+      json: { entity: queues.scheduler, sequenceNumbers: [first.sequenceNumber] },
+    });
+    assert.equal(redrive.status, 200);
+    const [result] = redrive.body.results as Array<{ status: string; newMessageId: string }>;
+    assert.equal(result!.status, 'redriven');
+    // The host takes the copy, fails it as it failed the original, and the broker dead-letters it.
+    const again = await deadLetterWithId(result!.newMessageId);
+    const discard = await call('POST', '/deadletters/discard', {
+      as: 'operator',
+      json: { entity: queues.scheduler, sequenceNumbers: [again.sequenceNumber, first.sequenceNumber] },
+    });
+    assert.deepEqual(
+      (discard.body.results as Array<{ status: string }>).map((r) => r.status),
+      ['discarded', 'not-found'],
+    );
+
+    assert.equal((await operator('GET', '/deadletters/messages?entity=nope')).status, 400);
+    const bad = await call('POST', '/deadletters/redrive', {
+      as: 'operator',
+      json: { entity: queues.scheduler, sequenceNumbers: Array.from({ length: 101 }, (_, i) => String(i)) },
+    });
+    assert.equal(bad.status, 400);
+    assert.equal(
+      (
+        await call('POST', '/deadletters/discard', {
+          as: 'operator',
+          json: { entity: 'nope', sequenceNumbers: ['1'] },
+        })
+      ).status,
+      400,
+    );
+    for (const path of ['/deadletters/redrive', '/deadletters/discard']) {
+      const big = { entity: queues.scheduler, sequenceNumbers: ['1'], padding: 'x'.repeat(70 * 1024) };
+      assert.equal((await call('POST', path, { as: 'operator', json: big })).status, 413);
+      const text = await call('POST', path, {
+        as: 'operator',
+        raw: 'x',
+        headers: { 'content-type': 'text/plain' },
+      });
+      assert.equal(text.status, 415);
+      const malformed = await call('POST', path, {
+        as: 'operator',
+        raw: '{',
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(malformed.status, 400);
+    }
   });
 
   it('every documented status was answered at least once (but 500 and 503)', () => {

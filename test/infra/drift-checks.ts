@@ -823,3 +823,53 @@ export function checkOperatorAuth(f: OperatorAuthFiles): string[] {
     problems.push('preprovision.sh: does not store OPERATOR_AUTH_CLIENT_ID');
   return problems;
 }
+
+/**
+ * The operator's dead-letter routes read every dead-letter source the app declares (each queue
+ * and each order-status subscription), so main.bicep's appEntities must list exactly those in
+ * readsDeadLettersOfQueues / readsDeadLettersOfSubscriptions, pass both to rbac.bicep, and
+ * rbac.bicep must grant Data Receiver scoped to each (a queue already received from by a trigger
+ * keeps its one assignment). A source missing here answers 401 from Service Bus in Azure.
+ */
+export function checkDeadLetterAccess(
+  mainBicep: string,
+  rbacBicep: string,
+  sources: { queues: readonly string[]; subscriptions: readonly string[] },
+): string[] {
+  const block = valueOf(stripComments(mainBicep), 'appEntities');
+  if (!block) return ['main.bicep has no appEntities block'];
+  const problems: string[] = [];
+  const list = (key: string) => stringLiterals(valueOf(block, key) ?? '').sort();
+  const same = (a: readonly string[], b: readonly string[]) =>
+    JSON.stringify(a) === JSON.stringify([...b].sort());
+  if (!same(list('readsDeadLettersOfQueues'), sources.queues))
+    problems.push(
+      `readsDeadLettersOfQueues is ${JSON.stringify(list('readsDeadLettersOfQueues'))}, the app's dead-letter queues are ${JSON.stringify([...sources.queues].sort())}`,
+    );
+  if (!same(list('readsDeadLettersOfSubscriptions'), sources.subscriptions))
+    problems.push(
+      `readsDeadLettersOfSubscriptions is ${JSON.stringify(list('readsDeadLettersOfSubscriptions'))}, the app's dead-letter subscriptions are ${JSON.stringify([...sources.subscriptions].sort())}`,
+    );
+  const text = stripComments(mainBicep);
+  for (const key of ['readsDeadLettersOfQueues', 'readsDeadLettersOfSubscriptions']) {
+    if (!new RegExp(`\\n\\s*${key}:\\s*appEntities\\.${key}\\s*\\n`).test(text))
+      problems.push(`appEntities.${key} is not passed to rbac.bicep (no role is granted from it)`);
+  }
+  const rbac = stripComments(rbacBicep);
+  const assignments = resources(rbac).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
+  const grants = (source: string) =>
+    assignments.some(
+      (a) =>
+        a.loop?.source === source &&
+        /roles\.serviceBusDataReceiver/.test(a.body) &&
+        /scope:\s*deadLetter\w+\[i\]/.test(a.body),
+    );
+  if (
+    !/filter\(readsDeadLettersOfQueues,[^)]*!contains\(receivesFromQueues/.test(rbac) ||
+    !grants('deadLetterOnlyQueues')
+  )
+    problems.push('rbac.bicep grants no Data Receiver on the dead-letter queues not already received from');
+  if (!grants('readsDeadLettersOfSubscriptions'))
+    problems.push('rbac.bicep grants no Data Receiver on the dead-letter subscriptions');
+  return problems;
+}

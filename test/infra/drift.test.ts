@@ -9,11 +9,16 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { settingNames } from '../../shared/config/settings.js';
-import { queues as appQueues, topics as appTopics } from '../../shared/messaging/entities.js';
+import {
+  orderStatusSubscriptions,
+  queues as appQueues,
+  topics as appTopics,
+} from '../../shared/messaging/entities.js';
 import {
   appMessaging,
   bicepAppSettings,
   checkAppEntities,
+  checkDeadLetterAccess,
   checkEntitiesFromConfig,
   checkLoadsEmulatorConfig,
   checkLocalAuthDisabled,
@@ -131,6 +136,22 @@ test('every queue and topic the app names exists in Config.json', () => {
     (q) => q.Name !== 'agent-payment',
   );
   assert.ok(!entityNames(missing).queues.includes('agent-payment'));
+});
+
+/** The operator's dead-letter routes list exactly these; an entity missing here would go unseen. */
+test('the app names every Config.json queue and every order-status subscription (the dead-letter list)', () => {
+  const known = entityNames(config);
+  assert.deepEqual([...known.queues].sort(), [...appUses.queues].sort());
+  const subscriptionsOf = (c: EmulatorConfig) =>
+    entityNames(c)
+      .subscriptions.filter((s) => s.startsWith(`${appTopics.orderStatus}/`))
+      .map((s) => s.slice(appTopics.orderStatus.length + 1))
+      .sort();
+  assert.deepEqual(subscriptionsOf(config), [...orderStatusSubscriptions].sort());
+  const extra = structuredClone(config);
+  const topic = extra.UserConfig.Namespaces[0].Topics!.find((t) => t.Name === appTopics.orderStatus)!;
+  topic.Subscriptions = [...(topic.Subscriptions ?? []), { Name: 'billing' }];
+  assert.notDeepEqual(subscriptionsOf(extra), [...orderStatusSubscriptions].sort());
 });
 
 test('servicebus.bicep and conformance/main.bicep load their Config.json (loadJsonContent, path relative to the file)', () => {
@@ -786,4 +807,52 @@ test('operator routes are anonymous to the host and guarded in code; client rout
   );
   assert.match(orderApi, /export function resubmitOrder[\s\S]*?return operatorAction\(/);
   assert.match(orderApi, /export function cancelOrder[\s\S]*?return operatorAction\(/);
+});
+
+test("the app identity may read and settle every dead-letter source the operator's routes list", () => {
+  const main = bicep('infra/main.bicep');
+  const rbac = bicep('infra/app/rbac.bicep');
+  const sources = {
+    queues: Object.values(appQueues),
+    subscriptions: orderStatusSubscriptions.map((s) => `${appTopics.orderStatus}/${s}`),
+  };
+  assert.deepEqual(checkDeadLetterAccess(main.text, rbac.text, sources), []);
+  reports(
+    checkDeadLetterAccess(
+      broken(
+        main,
+        "readsDeadLettersOfSubscriptions: ['order-status/all']",
+        'readsDeadLettersOfSubscriptions: []',
+      ).text,
+      rbac.text,
+      sources,
+    ),
+    /readsDeadLettersOfSubscriptions is \[\]/,
+  );
+  reports(
+    checkDeadLetterAccess(
+      broken(main, /\n\s*readsDeadLettersOfQueues: appEntities\.readsDeadLettersOfQueues/, '').text,
+      rbac.text,
+      sources,
+    ),
+    /readsDeadLettersOfQueues is not passed/,
+  );
+  reports(
+    checkDeadLetterAccess(
+      main.text,
+      broken(rbac, '(queueName, i) in deadLetterOnlyQueues:', '(queueName, i) in receivesFromQueues:').text,
+      sources,
+    ),
+    /no Data Receiver on the dead-letter queues/,
+  );
+  reports(
+    checkDeadLetterAccess(
+      main.text,
+      broken(rbac, /scope: deadLetterSubscriptions\[i\]/, 'scope: namespace').text,
+      sources,
+    ),
+    /no Data Receiver on the dead-letter subscriptions/,
+  );
+  const more = { ...sources, subscriptions: [...sources.subscriptions, 'order-status/billing'] };
+  reports(checkDeadLetterAccess(main.text, rbac.text, more), /dead-letter subscriptions are/);
 });
