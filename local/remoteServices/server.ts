@@ -365,7 +365,7 @@ export type RunningRemoteServices = Record<RemoteServiceName, RunningRemoteServi
   stop(): Promise<void>;
 };
 
-/** Starts inventory, payment and shipping; stops the ones that started if another fails. */
+/** Starts one service per declared step's Agent; stops the ones that started if another fails. */
 export async function startRemoteServices(
   options: RemoteServicesOptions = {},
 ): Promise<RunningRemoteServices> {
@@ -378,11 +378,11 @@ export async function startRemoteServices(
     await Promise.all(started.map((s) => s.stop()));
     throw e;
   }
-  const [inventory, payment, shipping] = started;
   return {
-    inventory,
-    payment,
-    shipping,
+    ...(Object.fromEntries(started.map((s, i) => [remoteServiceNames[i], s])) as Record<
+      RemoteServiceName,
+      RunningRemoteService
+    >),
     stop: async () => {
       await Promise.all(started.map((s) => s.stop()));
     },
