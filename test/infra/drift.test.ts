@@ -8,12 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { settingNames } from '../../shared/config/settings.js';
-import { queues as appQueues, topics as appTopics } from '../../shared/messaging/entities.js';
+import { serviceUrlSetting, settingNames } from '../../shared/config/settings.js';
+import { camelCase, queues as appQueues, topics as appTopics } from '../../shared/messaging/entities.js';
+import { agentQueueName, orderWorkflow, type StepDeclaration } from '../../shared/domain/index.js';
 import {
   appMessaging,
   bicepAppSettings,
   checkAppEntities,
+  checkDeclaredSteps,
   checkEntitiesFromConfig,
   checkLoadsEmulatorConfig,
   checkLocalAuthDisabled,
@@ -26,6 +28,8 @@ import {
   emulatorRules,
   entityNames,
   type BicepFile,
+  type DeclaredAgent,
+  type DeploymentFiles,
   type EmulatorConfig,
   type LocalSettings,
   type OperatorAuthFiles,
@@ -70,7 +74,19 @@ const localSettings = JSON.parse(read('local.settings.sample.json')) as LocalSet
 const appUses = { queues: Object.values(appQueues), topics: Object.values(appTopics) };
 // The app's own sources, read as text: its triggers (functions/) and its sends (shared/ too).
 const appSources: SourceFile[] = [...filesUnder('functions', '.ts'), ...filesUnder('shared', '.ts')];
-const entityConstants = { queues: appQueues, topics: appTopics };
+const declaredAgents = (steps: readonly StepDeclaration[]): DeclaredAgent[] =>
+  steps.map((s) => ({
+    step: s.name,
+    agent: s.agent,
+    queue: agentQueueName(s.agent),
+    urlSetting: serviceUrlSetting(s.agent),
+    urlParam: `${camelCase(s.agent)}ServiceUrl`,
+  }));
+const entityConstants = {
+  queues: appQueues,
+  topics: appTopics,
+  agentQueues: orderWorkflow.steps.map((s) => s.agentQueue),
+};
 const app = appMessaging(appSources, entityConstants);
 
 /**
@@ -766,4 +782,56 @@ test('operator routes are anonymous to the host and guarded in code; client rout
   );
   assert.match(orderApi, /export function resubmitOrder[\s\S]*?return operatorAction\(/);
   assert.match(orderApi, /export function cancelOrder[\s\S]*?return operatorAction\(/);
+});
+
+test('every declared step has its Agent queue and service URL setting in Config.json, Bicep and the sample settings', () => {
+  const files: DeploymentFiles = {
+    config,
+    mainBicep: read('infra/main.bicep'),
+    apiBicep: read('infra/app/api.bicep'),
+    parameters: JSON.parse(read('infra/main.parameters.json')) as DeploymentFiles['parameters'],
+    local: localSettings,
+  };
+  assert.equal(declaredAgents(orderWorkflow.steps).length, 3);
+  assert.deepEqual(checkDeclaredSteps(declaredAgents(orderWorkflow.steps), files), []);
+
+  // A new step declared without its infrastructure: every missing piece is named, with where.
+  const fraud: StepDeclaration = {
+    name: 'fraud-check',
+    agent: 'fraud',
+    action: 'screen',
+    compensation: null,
+    refusals: { statuses: [422], problemTypes: [] },
+  };
+  const grown = [orderWorkflow.steps[0], fraud, ...orderWorkflow.steps.slice(1)];
+  const problems = checkDeclaredSteps(declaredAgents(grown), files);
+  const expected = [
+    /step fraud-check \(Agent fraud\): add queue agent-fraud to infra\/servicebus-emulator\/Config\.json \(copy the Properties of agent-inventory\)/,
+    /add 'agent-fraud' to appEntities\.receivesFromQueues in infra\/main\.bicep/,
+    /add 'agent-fraud' to appEntities\.sendsToQueues in infra\/main\.bicep/,
+    /add `param fraudServiceUrl string` to infra\/main\.bicep/,
+    /pass `fraudServiceUrl: fraudServiceUrl` to the api module in infra\/main\.bicep/,
+    /add `param fraudServiceUrl string` to infra\/app\/api\.bicep/,
+    /add `FRAUD_SERVICE_URL: fraudServiceUrl` to appSettings in infra\/app\/api\.bicep/,
+    /add "fraudServiceUrl": \{ "value": "\$\{FRAUD_SERVICE_URL\}" \} to infra\/main\.parameters\.json/,
+    /add FRAUD_SERVICE_URL to local\.settings\.sample\.json Values/,
+  ];
+  assert.equal(problems.length, expected.length, JSON.stringify(problems, null, 1));
+  for (const pattern of expected) reports(problems, pattern);
+
+  // A removed step leaves its queue behind.
+  const shrunk = declaredAgents(orderWorkflow.steps.filter((s) => s.name !== 'shipping'));
+  assert.deepEqual(checkDeclaredSteps(shrunk, files), [
+    "Config.json declares queue agent-shipping, but no declared step's Agent listens on it: remove it",
+  ]);
+  // The settings table of a step names its own setting: a wrong value is caught.
+  const api = broken(
+    bicep('infra/app/api.bicep'),
+    'PAYMENT_SERVICE_URL: paymentServiceUrl',
+    'PAYMENT_SERVICE_URL: shippingServiceUrl',
+  );
+  reports(
+    checkDeclaredSteps(declaredAgents(orderWorkflow.steps), { ...files, apiBicep: api.text }),
+    /step payment \(Agent payment\): add `PAYMENT_SERVICE_URL: paymentServiceUrl`/,
+  );
 });
