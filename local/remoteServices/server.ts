@@ -321,7 +321,8 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       404,
       'not-found',
       'No such operation',
-      `${name} offers POST /${operations.action} and POST /${operations.compensation}`,
+      // A step without a compensation (a check that changes nothing) offers only its action.
+      `${name} offers POST /${[operations.action, operations.compensation].filter(Boolean).join(' and POST /')}`,
     );
   }
 
