@@ -280,6 +280,9 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       }
       case 'create-shipment':
         return { shipmentId: id('shp'), orderId: order.orderId };
+      default:
+        // A step added to the workflow: its service answers with a plain effect id.
+        return { effectId: id('eff'), orderId: order.orderId, operation };
     }
   }
 
@@ -291,8 +294,10 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
         return { compensated: true, releasedReservationId: r.reservationId };
       case 'refund':
         return { compensated: true, refundId: `re_${String(r.chargeId).slice(3)}`, amount: r.amount };
-      default:
+      case 'cancel-shipment':
         return { compensated: true, cancelledShipmentId: r.shipmentId };
+      default:
+        return { compensated: true, undoneEffectId: r.effectId ?? null };
     }
   }
 

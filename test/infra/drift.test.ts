@@ -364,7 +364,7 @@ test("the app's Service Bus triggers and sends are read from its sources", () =>
   assert.deepEqual(app.problems, []);
   assert.deepEqual(
     [...app.messaging.triggerQueues].sort(),
-    [appQueues.inventoryAgent, appQueues.paymentAgent, appQueues.scheduler, appQueues.shippingAgent].sort(),
+    [appQueues.scheduler, ...orderWorkflow.steps.map((st) => st.agentQueue)].sort(),
   );
   assert.deepEqual(app.messaging.triggerSubscriptions, []);
   for (const q of [appQueues.scheduler, appQueues.operatorAlerts, appQueues.paymentAgent])
@@ -792,29 +792,29 @@ test('every declared step has its Agent queue and service URL setting in Config.
     parameters: JSON.parse(read('infra/main.parameters.json')) as DeploymentFiles['parameters'],
     local: localSettings,
   };
-  assert.equal(declaredAgents(orderWorkflow.steps).length, 3);
+  assert.ok(declaredAgents(orderWorkflow.steps).length >= 3);
   assert.deepEqual(checkDeclaredSteps(declaredAgents(orderWorkflow.steps), files), []);
 
   // A new step declared without its infrastructure: every missing piece is named, with where.
-  const fraud: StepDeclaration = {
-    name: 'fraud-check',
-    agent: 'fraud',
-    action: 'screen',
+  const probe: StepDeclaration = {
+    name: 'probe-check',
+    agent: 'probe',
+    action: 'probe',
     compensation: null,
     refusals: { statuses: [422], problemTypes: [] },
   };
-  const grown = [orderWorkflow.steps[0], fraud, ...orderWorkflow.steps.slice(1)];
+  const grown = [orderWorkflow.steps[0], probe, ...orderWorkflow.steps.slice(1)];
   const problems = checkDeclaredSteps(declaredAgents(grown), files);
   const expected = [
-    /step fraud-check \(Agent fraud\): add queue agent-fraud to infra\/servicebus-emulator\/Config\.json \(copy the Properties of agent-inventory\)/,
-    /add 'agent-fraud' to appEntities\.receivesFromQueues in infra\/main\.bicep/,
-    /add 'agent-fraud' to appEntities\.sendsToQueues in infra\/main\.bicep/,
-    /add `param fraudServiceUrl string` to infra\/main\.bicep/,
-    /pass `fraudServiceUrl: fraudServiceUrl` to the api module in infra\/main\.bicep/,
-    /add `param fraudServiceUrl string` to infra\/app\/api\.bicep/,
-    /add `FRAUD_SERVICE_URL: fraudServiceUrl` to appSettings in infra\/app\/api\.bicep/,
-    /add "fraudServiceUrl": \{ "value": "\$\{FRAUD_SERVICE_URL\}" \} to infra\/main\.parameters\.json/,
-    /add FRAUD_SERVICE_URL to local\.settings\.sample\.json Values/,
+    /step probe-check \(Agent probe\): add queue agent-probe to infra\/servicebus-emulator\/Config\.json \(copy the Properties of agent-inventory\)/,
+    /add 'agent-probe' to appEntities\.receivesFromQueues in infra\/main\.bicep/,
+    /add 'agent-probe' to appEntities\.sendsToQueues in infra\/main\.bicep/,
+    /add `param probeServiceUrl string` to infra\/main\.bicep/,
+    /pass `probeServiceUrl: probeServiceUrl` to the api module in infra\/main\.bicep/,
+    /add `param probeServiceUrl string` to infra\/app\/api\.bicep/,
+    /add `PROBE_SERVICE_URL: probeServiceUrl` to appSettings in infra\/app\/api\.bicep/,
+    /add "probeServiceUrl": \{ "value": "\$\{PROBE_SERVICE_URL\}" \} to infra\/main\.parameters\.json/,
+    /add PROBE_SERVICE_URL to local\.settings\.sample\.json Values/,
   ];
   assert.equal(problems.length, expected.length, JSON.stringify(problems, null, 1));
   for (const pattern of expected) reports(problems, pattern);
