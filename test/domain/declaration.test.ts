@@ -22,14 +22,8 @@ const step = (over: Partial<StepDeclaration> = {}): StepDeclaration => ({
 });
 
 test('a step declares its Agent by name; its queue is derived from it', () => {
-  assert.deepEqual(
-    orderWorkflow.steps.map((s) => [s.name, s.agent, s.agentQueue]),
-    [
-      ['inventory', 'inventory', 'agent-inventory'],
-      ['payment', 'payment', 'agent-payment'],
-      ['shipping', 'shipping', 'agent-shipping'],
-    ],
-  );
+  for (const s of orderWorkflow.steps) assert.equal(s.agentQueue, `agent-${s.agent}`);
+  assert.equal(orderWorkflow.steps.find((s) => s.name === 'payment')?.agentQueue, 'agent-payment');
   const wf = defineWorkflow({ name: 'w', steps: [step({ name: 'fraud-check', agent: 'fraud-screen' })] });
   assert.equal(wf.steps[0].agentQueue, 'agent-fraud-screen');
 });
