@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { queues } from '../shared/messaging/entities.js';
+import { orderWorkflow } from '../shared/domain/orderWorkflow.js';
 
 /**
  * A temporary function-app root that runs this repo's compiled functions with a short message lock:
@@ -30,7 +30,7 @@ interface EmulatorConfig {
   };
 }
 
-const agentQueues: string[] = [queues.inventoryAgent, queues.paymentAgent, queues.shippingAgent];
+const agentQueues: string[] = orderWorkflow.steps.map((s) => s.agentQueue);
 
 export function writeShortLockAppRoot(options: ShortLockOptions): string {
   const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;

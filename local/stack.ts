@@ -6,6 +6,8 @@ import type { FaultSettings } from './remoteServices/index.js';
 import { spawnLocalHost, type SpawnedLocalHost } from './host/index.js';
 import { startServiceBusEmulator, type ServiceBusEmulator } from '../emulators/servicebus/index.js';
 import { assertPortFree } from './ports.js';
+import { remoteServiceNames, type RemoteServiceName } from '../shared/agents/remoteOperations.js';
+import { serviceUrlSetting } from '../shared/config/settings.js';
 
 /**
  * The whole system on one machine, no cloud: Azurite (tables, blobs, queues), the Service Bus
@@ -14,27 +16,45 @@ import { assertPortFree } from './ports.js';
  * like a crashed worker). `npm start`, the demo, the end-to-end tests, the chaos suite and the
  * benchmarks all start it through here.
  */
-export interface StackPorts {
+export type StackPorts = {
   http: number;
   serviceBus: number;
   blob: number;
   queue: number;
   table: number;
-  inventory: number;
-  payment: number;
-  shipping: number;
-}
+} & Record<RemoteServiceName, number>;
 
+/** The demo service of each declared step's Agent listens on 7101, 7102, ... in step order. */
 export const defaultPorts: StackPorts = {
   http: 7071,
   serviceBus: 5672,
   blob: 10000,
   queue: 10001,
   table: 10002,
-  inventory: 7101,
-  payment: 7102,
-  shipping: 7103,
+  ...(Object.fromEntries(remoteServiceNames.map((name, i) => [name, 7101 + i])) as Record<
+    RemoteServiceName,
+    number
+  >),
 };
+
+/** The flag that sets a demo service's port (`--payment-port`). */
+export function servicePortFlag(name: RemoteServiceName): string {
+  return `--${name}-port`;
+}
+
+/** Each Agent's service URL setting, pointing at the running demo services. */
+export function serviceUrlSettings(
+  remote: Record<RemoteServiceName, { url: string }>,
+): Record<string, string> {
+  return Object.fromEntries(remoteServiceNames.map((name) => [serviceUrlSetting(name), remote[name].url]));
+}
+
+function servicePorts(ports: StackPorts): Record<RemoteServiceName, number> {
+  return Object.fromEntries(remoteServiceNames.map((name) => [name, ports[name]])) as Record<
+    RemoteServiceName,
+    number
+  >;
+}
 
 /** Every port 0: for tests, so runs never collide. */
 export const randomPorts: StackPorts = Object.fromEntries(
@@ -112,9 +132,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   await assertPortFree(ports.blob, 'Azurite blob', '--blob-port');
   await assertPortFree(ports.queue, 'Azurite queue', '--queue-port');
   await assertPortFree(ports.table, 'Azurite table', '--table-port');
-  await assertPortFree(ports.inventory, 'the inventory service', '--inventory-port');
-  await assertPortFree(ports.payment, 'the payment service', '--payment-port');
-  await assertPortFree(ports.shipping, 'the shipping service', '--shipping-port');
+  for (const name of remoteServiceNames)
+    await assertPortFree(ports[name], `the ${name} service`, servicePortFlag(name));
 
   const started: Array<() => Promise<void>> = [];
   const stopAll = async () => {
@@ -149,7 +168,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     started.push(() => serviceBus.stop());
 
     const remote = await startRemoteServices({
-      ports: { inventory: ports.inventory, payment: ports.payment, shipping: ports.shipping },
+      ports: servicePorts(ports),
       faults: options.remoteFaults,
       log: (line) => log(`[remote] ${line}`),
     });
@@ -160,9 +179,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       AzureWebJobsStorage: azurite.connectionString,
       ServiceBusConnection: serviceBus.connectionString,
       StateStoreConnection: azurite.connectionString,
-      INVENTORY_SERVICE_URL: remote.inventory.url,
-      PAYMENT_SERVICE_URL: remote.payment.url,
-      SHIPPING_SERVICE_URL: remote.shipping.url,
+      ...serviceUrlSettings(remote),
       ...localAppSettings,
       ...options.settings,
     };
@@ -197,9 +214,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         ...ports,
         http: first.httpPort,
         serviceBus: serviceBus.port,
-        inventory: remote.inventory.port,
-        payment: remote.payment.port,
-        shipping: remote.shipping.port,
+        ...(Object.fromEntries(remoteServiceNames.map((name) => [name, remote[name].port])) as Record<
+          RemoteServiceName,
+          number
+        >),
       },
       env,
       azurite,

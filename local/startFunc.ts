@@ -5,7 +5,8 @@ import { startAzurite, type AzuriteInstance } from './azurite.js';
 import { startRemoteServices } from './remoteServices/index.js';
 import { startServiceBusEmulator, type ServiceBusEmulator } from '../emulators/servicebus/index.js';
 import { assertPortFree, PortBusyError } from './ports.js';
-import { defaultPorts, localAppSettings } from './stack.js';
+import { defaultPorts, localAppSettings, serviceUrlSettings } from './stack.js';
+import { remoteServiceNames, type RemoteServiceName } from '../shared/agents/remoteOperations.js';
 
 /**
  * `npm run start:func`: the same app under Azure Functions Core Tools (`func start`) instead of
@@ -53,9 +54,8 @@ export function findOnPath(
 export interface FuncServices {
   storageConnectionString: string;
   serviceBusConnectionString: string;
-  inventoryUrl: string;
-  paymentUrl: string;
-  shippingUrl: string;
+  /** The demo service of each declared step's Agent. */
+  remote: Record<RemoteServiceName, { url: string }>;
 }
 
 /**
@@ -83,9 +83,7 @@ export function ensureLocalSettings(
       AzureWebJobsStorage: services.storageConnectionString,
       StateStoreConnection: services.storageConnectionString,
       ServiceBusConnection: services.serviceBusConnectionString,
-      INVENTORY_SERVICE_URL: services.inventoryUrl,
-      PAYMENT_SERVICE_URL: services.paymentUrl,
-      SHIPPING_SERVICE_URL: services.shippingUrl,
+      ...serviceUrlSettings(services.remote),
     },
     Host: { ...sample.Host, LocalHttpPort: defaultPorts.http },
   };
@@ -106,9 +104,7 @@ async function main(): Promise<number> {
     [p.blob, 'Azurite blob'],
     [p.queue, 'Azurite queue'],
     [p.table, 'Azurite table'],
-    [p.inventory, 'the inventory service'],
-    [p.payment, 'the payment service'],
-    [p.shipping, 'the shipping service'],
+    ...remoteServiceNames.map((name) => [p[name], `the ${name} service`] as const),
   ] as const) {
     await assertPortFree(
       port,
@@ -134,16 +130,14 @@ async function main(): Promise<number> {
     });
     stops.push(() => bus.stop());
     const remote = await startRemoteServices({
-      ports: { inventory: p.inventory, payment: p.payment, shipping: p.shipping },
+      ports: Object.fromEntries(remoteServiceNames.map((name) => [name, p[name]])),
     });
     stops.push(() => remote.stop());
 
     const settings = ensureLocalSettings(repoRoot, {
       storageConnectionString: azurite.connectionString,
       serviceBusConnectionString: bus.connectionString,
-      inventoryUrl: remote.inventory.url,
-      paymentUrl: remote.payment.url,
-      shippingUrl: remote.shipping.url,
+      remote,
     });
     process.stdout.write(
       `Azurite, the Service Bus emulator (${bus.connectionString}) and the demo services are up.\n` +

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { defaultPorts, localAppSettings, type StackPorts } from './stack.js';
-import { loadSettings, settingNames } from '../shared/config/settings.js';
+import { defaultPorts, localAppSettings, servicePortFlag, type StackPorts } from './stack.js';
+import { loadSettings, serviceUrlSetting, settingNames } from '../shared/config/settings.js';
+import { remoteServiceNames } from '../shared/agents/remoteOperations.js';
 
 /**
  * Command line and environment of `npm start`: ports, data folder, log level, the app settings
@@ -40,9 +41,13 @@ export const portFlags: ReadonlyArray<{ port: keyof StackPorts; flag: string; en
   { port: 'blob', flag: '--blob-port', env: 'LOCAL_BLOB_PORT', what: 'Azurite blob' },
   { port: 'queue', flag: '--queue-port', env: 'LOCAL_QUEUE_PORT', what: 'Azurite queue' },
   { port: 'table', flag: '--table-port', env: 'LOCAL_TABLE_PORT', what: 'Azurite table' },
-  { port: 'inventory', flag: '--inventory-port', env: 'LOCAL_INVENTORY_PORT', what: 'the inventory service' },
-  { port: 'payment', flag: '--payment-port', env: 'LOCAL_PAYMENT_PORT', what: 'the payment service' },
-  { port: 'shipping', flag: '--shipping-port', env: 'LOCAL_SHIPPING_PORT', what: 'the shipping service' },
+  // One per declared step's Agent: --payment-port, LOCAL_PAYMENT_PORT.
+  ...remoteServiceNames.map((name) => ({
+    port: name,
+    flag: servicePortFlag(name),
+    env: `LOCAL_${name.toUpperCase().replace(/-/g, '_')}_PORT`,
+    what: `the ${name} service`,
+  })),
 ];
 
 /** App settings a user may override from the environment (the connections are the stack's). */
@@ -122,9 +127,7 @@ function checkSettings(settings: Record<string, string>): void {
   const placeholders = {
     [settingNames.serviceBus]: 'Endpoint=sb://localhost;UseDevelopmentEmulator=true;',
     [settingNames.stateStore]: 'UseDevelopmentStorage=true',
-    [settingNames.inventoryUrl]: 'http://127.0.0.1:1',
-    [settingNames.paymentUrl]: 'http://127.0.0.1:1',
-    [settingNames.shippingUrl]: 'http://127.0.0.1:1',
+    ...Object.fromEntries(remoteServiceNames.map((name) => [serviceUrlSetting(name), 'http://127.0.0.1:1'])),
   };
   try {
     loadSettings({ ...placeholders, ...settings });

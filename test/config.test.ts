@@ -3,8 +3,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadSettings, readHostLimits, SettingsError, timeSpanSeconds } from '../shared/config/settings.js';
+import {
+  loadSettings,
+  readHostLimits,
+  serviceUrlSetting,
+  SettingsError,
+  timeSpanSeconds,
+} from '../shared/config/settings.js';
 import { duplicateDetectionWindowSeconds } from '../shared/messaging/entities.js';
+import { orderWorkflow } from '../shared/domain/index.js';
 
 const base = {
   ServiceBusConnection:
@@ -13,7 +20,31 @@ const base = {
   INVENTORY_SERVICE_URL: 'http://127.0.0.1:1/',
   PAYMENT_SERVICE_URL: 'http://127.0.0.1:2',
   SHIPPING_SERVICE_URL: 'http://127.0.0.1:3',
+  // A step added to the workflow brings its own setting; the three above are asserted by name.
+  ...Object.fromEntries(
+    orderWorkflow.steps
+      .filter((s) => !['inventory', 'payment', 'shipping'].includes(s.agent))
+      .map((s, i) => [serviceUrlSetting(s.agent), `http://127.0.0.1:${10 + i}`]),
+  ),
 };
+
+test("each declared step's service URL setting is required, named after its Agent", () => {
+  assert.equal(serviceUrlSetting('payment'), 'PAYMENT_SERVICE_URL');
+  assert.equal(serviceUrlSetting('fraud-check'), 'FRAUD_CHECK_SERVICE_URL');
+  const loaded = loadSettings(base);
+  for (const step of orderWorkflow.steps) {
+    const name = serviceUrlSetting(step.agent);
+    assert.ok(/^https?:/.test(loaded.remoteServices[step.agent]), name);
+    assert.throws(
+      () => loadSettings({ ...base, [name]: undefined }),
+      (e: unknown) => e instanceof SettingsError && e.setting === name && /is missing/.test(e.message),
+    );
+    assert.throws(
+      () => loadSettings({ ...base, [name]: 'not a url' }),
+      new RegExp(`${name}: is not an http`),
+    );
+  }
+});
 
 test('loads connection strings and applies defaults', () => {
   const s = loadSettings(base);

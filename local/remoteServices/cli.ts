@@ -4,23 +4,27 @@ import { faultSettingsFromEnv } from './schemas.js';
 import { startRemoteServices } from './server.js';
 
 /**
- * Runs the three demo remote services:
+ * Runs the demo remote service of each declared step's Agent:
  *   node dist/local/remoteServices/cli.js --inventory-port 7101 --payment-port 7102 --shipping-port 7103
+ * (default: 7101, 7102, ... in step order)
  * Service-wide faults come from REMOTE_TRANSIENT_RATE, REMOTE_LATENCY_MS, REMOTE_LATENCY_JITTER_MS,
  * REMOTE_HANG_RATE and REMOTE_FAULT_SEED.
  */
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      'inventory-port': { type: 'string', default: '7101' },
-      'payment-port': { type: 'string', default: '7102' },
-      'shipping-port': { type: 'string', default: '7103' },
+      ...Object.fromEntries(
+        remoteServiceNames.map((name, i) => [
+          `${name}-port`,
+          { type: 'string' as const, default: String(7101 + i) },
+        ]),
+      ),
       quiet: { type: 'boolean', default: false },
     },
   });
   const ports: Partial<Record<RemoteServiceName, number>> = {};
   for (const name of remoteServiceNames) {
-    const raw = values[`${name}-port`];
+    const raw = (values as Record<string, unknown>)[`${name}-port`] as string;
     const port = Number(raw);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       throw new Error(`--${name}-port must be a port number (0 = any free port), got "${raw}"`);

@@ -280,6 +280,9 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       }
       case 'create-shipment':
         return { shipmentId: id('shp'), orderId: order.orderId };
+      default:
+        // A step added to the workflow: its service answers with a plain effect id.
+        return { effectId: id('eff'), orderId: order.orderId, operation };
     }
   }
 
@@ -291,8 +294,10 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
         return { compensated: true, releasedReservationId: r.reservationId };
       case 'refund':
         return { compensated: true, refundId: `re_${String(r.chargeId).slice(3)}`, amount: r.amount };
-      default:
+      case 'cancel-shipment':
         return { compensated: true, cancelledShipmentId: r.shipmentId };
+      default:
+        return { compensated: true, undoneEffectId: r.effectId ?? null };
     }
   }
 
@@ -321,7 +326,8 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       404,
       'not-found',
       'No such operation',
-      `${name} offers POST /${operations.action} and POST /${operations.compensation}`,
+      // A step without a compensation (a check that changes nothing) offers only its action.
+      `${name} offers POST /${[operations.action, operations.compensation].filter(Boolean).join(' and POST /')}`,
     );
   }
 
@@ -365,7 +371,7 @@ export type RunningRemoteServices = Record<RemoteServiceName, RunningRemoteServi
   stop(): Promise<void>;
 };
 
-/** Starts inventory, payment and shipping; stops the ones that started if another fails. */
+/** Starts one service per declared step's Agent; stops the ones that started if another fails. */
 export async function startRemoteServices(
   options: RemoteServicesOptions = {},
 ): Promise<RunningRemoteServices> {
@@ -378,11 +384,11 @@ export async function startRemoteServices(
     await Promise.all(started.map((s) => s.stop()));
     throw e;
   }
-  const [inventory, payment, shipping] = started;
   return {
-    inventory,
-    payment,
-    shipping,
+    ...(Object.fromEntries(started.map((s, i) => [remoteServiceNames[i], s])) as Record<
+      RemoteServiceName,
+      RunningRemoteService
+    >),
     stop: async () => {
       await Promise.all(started.map((s) => s.stop()));
     },

@@ -1,19 +1,20 @@
+import { orderWorkflow, type OrderStep } from '../domain/orderWorkflow.js';
+
 /**
  * The remote services the order workflow's Agents wrap, and the HTTP operation behind each
- * action and its compensation. Actions map 1:1 to operation paths (`POST /{operation}`).
+ * action and its compensation, as the steps declare them. Actions map 1:1 to operation paths
+ * (`POST /{operation}`).
  */
+export type RemoteServiceName = OrderStep['agent'];
 
-export const remoteServiceNames = ['inventory', 'payment', 'shipping'] as const;
-export type RemoteServiceName = (typeof remoteServiceNames)[number];
+export const remoteServiceNames: readonly RemoteServiceName[] = orderWorkflow.steps.map((s) => s.agent);
 
-export const remoteOperations = {
-  inventory: { action: 'reserve', compensation: 'release' },
-  payment: { action: 'charge', compensation: 'refund' },
-  shipping: { action: 'create-shipment', compensation: 'cancel-shipment' },
-} as const satisfies Record<RemoteServiceName, { action: string; compensation: string }>;
+export const remoteOperations = Object.fromEntries(
+  orderWorkflow.steps.map((s) => [s.agent, { action: s.action, compensation: s.compensation }]),
+) as { readonly [S in OrderStep as S['agent']]: { action: S['action']; compensation: S['compensation'] } };
 
-export type RemoteAction = (typeof remoteOperations)[RemoteServiceName]['action'];
-export type RemoteCompensation = (typeof remoteOperations)[RemoteServiceName]['compensation'];
+export type RemoteAction = OrderStep['action'];
+export type RemoteCompensation = NonNullable<OrderStep['compensation']>;
 export type RemoteOperation = RemoteAction | RemoteCompensation;
 
 /** The service that performs an action or a compensation. */

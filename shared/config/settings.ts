@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { defaultStatusEventLevel, statusEventLevels, type StatusEventLevel } from '../domain/statusEvents.js';
-import { duplicateDetectionWindowSeconds } from '../messaging/entities.js';
+import { orderWorkflow, type OrderAgentName } from '../domain/orderWorkflow.js';
+import { camelCase, duplicateDetectionWindowSeconds } from '../messaging/entities.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -10,15 +11,23 @@ import { duplicateDetectionWindowSeconds } from '../messaging/entities.js';
  * under the plain name locally, identity-based `<name>__...` settings in Azure.
  */
 
+/** The setting that holds the base URL of an Agent's remote service: `fraud-check` → FRAUD_CHECK_SERVICE_URL. */
+export function serviceUrlSetting(agent: string): string {
+  return `${agent.toUpperCase().replace(/-/g, '_')}_SERVICE_URL`;
+}
+
+/** One service URL setting per declared step's Agent, keyed `inventoryUrl`, `paymentUrl`, ... */
+const serviceUrlSettings = Object.fromEntries(
+  orderWorkflow.steps.map((s) => [`${camelCase(s.agent)}Url`, serviceUrlSetting(s.agent)]),
+) as { readonly [A in OrderAgentName as `${ReturnType<typeof camelCase<A>>}Url`]: string };
+
 /** Every setting the app itself reads (the host's own, like AzureWebJobsStorage, aside). */
 export const settingNames = {
   serviceBus: 'ServiceBusConnection',
   serviceBusNamespace: 'ServiceBusConnection__fullyQualifiedNamespace',
   stateStore: 'StateStoreConnection',
   stateStoreTableUri: 'StateStoreConnection__tableServiceUri',
-  inventoryUrl: 'INVENTORY_SERVICE_URL',
-  paymentUrl: 'PAYMENT_SERVICE_URL',
-  shippingUrl: 'SHIPPING_SERVICE_URL',
+  ...serviceUrlSettings,
   supervisorSchedule: 'SUPERVISOR_SCHEDULE',
   stepTimeoutSeconds: 'STEP_TIMEOUT_SECONDS',
   claimTimeoutSeconds: 'CLAIM_TIMEOUT_SECONDS',
@@ -40,7 +49,8 @@ export type StateStoreConnection =
 export interface Settings {
   serviceBus: ServiceBusConnection;
   stateStore: StateStoreConnection;
-  remoteServices: { inventory: string; payment: string; shipping: string };
+  /** Base URL of each Agent's remote service, by Agent name (from the step declarations). */
+  remoteServices: Record<OrderAgentName, string>;
   supervisorSchedule: string;
   stepTimeoutSeconds: number;
   /** How long a Pending order may wait for a Scheduler before its claim is re-sent (never a failure). */
@@ -234,11 +244,9 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
   const loaded: Settings = {
     serviceBus: serviceBus(env),
     stateStore: stateStore(env),
-    remoteServices: {
-      inventory: url(env, settingNames.inventoryUrl),
-      payment: url(env, settingNames.paymentUrl),
-      shipping: url(env, settingNames.shippingUrl),
-    },
+    remoteServices: Object.fromEntries(
+      orderWorkflow.steps.map((s) => [s.agent, url(env, serviceUrlSetting(s.agent))]),
+    ) as Record<OrderAgentName, string>,
     supervisorSchedule: read(env, settingNames.supervisorSchedule) ?? '*/30 * * * * *',
     stepTimeoutSeconds,
     claimTimeoutSeconds: integer(

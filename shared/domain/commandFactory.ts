@@ -47,7 +47,7 @@ export function dispatchCommand(
     orderId: state.orderId,
     run: state.run,
     step: def.name,
-    agentQueue: def.agent,
+    agentQueue: def.agentQueue,
     action,
     kind,
     attempt,

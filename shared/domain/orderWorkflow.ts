@@ -1,38 +1,56 @@
-import { queues } from '../messaging/entities.js';
 import type { RefusalDeclaration } from './refusals.js';
 import { defineWorkflow } from './workflow.js';
 
 /**
- * How an order is processed: reserve stock, take payment, ship. If the order has to be undone,
- * the completed steps are compensated in reverse order: cancel the shipment, refund, release.
- */
-export const orderWorkflow = defineWorkflow({
-  name: 'order',
-  steps: [
-    { name: 'inventory', agent: queues.inventoryAgent, action: 'reserve', compensation: 'release' },
-    { name: 'payment', agent: queues.paymentAgent, action: 'charge', compensation: 'refund' },
-    {
-      name: 'shipping',
-      agent: queues.shippingAgent,
-      action: 'create-shipment',
-      compensation: 'cancel-shipment',
-    },
-  ],
-});
-
-/**
- * The answers each step's service gives for a business "no" (see refusals.ts): the demo
- * services answer 422 for a refusal and 409 `tombstoned` for an action that arrives after its
- * undo. Their other 409 (`key-conflict`: one key, two orders) is our bug, not the customer's, so
- * it stalls and alerts like a 401 does.
+ * The answers the demo services give for a business "no" (see refusals.ts): 422 for a refusal
+ * and 409 `tombstoned` for an action that arrives after its undo. Their other 409
+ * (`key-conflict`: one key, two orders) is our bug, not the customer's, so it stalls and alerts
+ * like a 401 does.
  */
 const demoServiceRefusals: RefusalDeclaration = {
   statuses: [422],
   problemTypes: ['urn:order-processing:problem:tombstoned'],
 };
 
-export const orderRefusals = {
-  inventory: demoServiceRefusals,
-  payment: demoServiceRefusals,
-  shipping: demoServiceRefusals,
-} as const satisfies Record<(typeof orderWorkflow.steps)[number]['name'], RefusalDeclaration>;
+/**
+ * How an order is processed: reserve stock, take payment, ship. If the order has to be undone,
+ * the completed steps are compensated in reverse order: cancel the shipment, refund, release.
+ * Each step is declared here once: the Agents, their queues (shared/messaging/entities.ts), their
+ * functions (functions/agents.ts), their service URL settings and the local stack follow from it;
+ * test/infra/drift.test.ts names what to add to infra/ and the sample settings for a new one.
+ */
+export const orderWorkflow = defineWorkflow({
+  name: 'order',
+  steps: [
+    {
+      name: 'inventory',
+      agent: 'inventory',
+      action: 'reserve',
+      compensation: 'release',
+      refusals: demoServiceRefusals,
+    },
+    {
+      name: 'payment',
+      agent: 'payment',
+      action: 'charge',
+      compensation: 'refund',
+      refusals: demoServiceRefusals,
+    },
+    {
+      name: 'shipping',
+      agent: 'shipping',
+      action: 'create-shipment',
+      compensation: 'cancel-shipment',
+      refusals: demoServiceRefusals,
+    },
+  ],
+});
+
+export type OrderStep = (typeof orderWorkflow.steps)[number];
+/** The Agents of the order workflow, by name (`inventory`, ...). */
+export type OrderAgentName = OrderStep['agent'];
+
+/** The refusal declaration of each step, by step name (for tests and tools). */
+export const orderRefusals = Object.fromEntries(
+  orderWorkflow.steps.map((s) => [s.name, s.refusals]),
+) as Record<OrderStep['name'], RefusalDeclaration>;

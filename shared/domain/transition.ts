@@ -12,7 +12,7 @@ import type { OrderEvent } from './events.js';
 import { isOrderId } from './orderId.js';
 import type { Policy } from './policy.js';
 import type { CompensationReason, OrderState, StepState, StepStatus } from './state.js';
-import { stepIndex, type Workflow } from './workflow.js';
+import { stepIndex, stepTimeoutSeconds, type Workflow } from './workflow.js';
 
 export interface Decision {
   state: OrderState;
@@ -422,13 +422,18 @@ class Transition {
     this.commands.push(statusCommand(this.s, 'processed', this.now));
   }
 
+  /** The step's own complete-by window, capped by the policy's (see StepDeclaration). */
+  private stepTimeout(i: number): number {
+    return stepTimeoutSeconds(this.workflow.steps[i], this.policy.stepTimeoutSeconds);
+  }
+
   private dispatchDo(i: number): void {
     const step = this.s.steps[i];
     step.status = 'Running';
     step.attempt += 1;
     step.stalledAttempt = null;
     step.startedAt = this.now;
-    step.completeBy = addSeconds(this.now, this.policy.stepTimeoutSeconds);
+    step.completeBy = addSeconds(this.now, this.stepTimeout(i));
     this.s.completeBy = step.completeBy;
     this.commands.push(dispatchCommand(this.workflow, this.s, i, 'do', 0));
   }
@@ -438,7 +443,7 @@ class Transition {
     step.status = 'Compensating';
     step.compensationAttempt += 1;
     step.stalledAttempt = null;
-    step.completeBy = addSeconds(this.now, delaySeconds + this.policy.stepTimeoutSeconds);
+    step.completeBy = addSeconds(this.now, delaySeconds + this.stepTimeout(i));
     this.s.completeBy = step.completeBy;
     this.s.scheduledFor = addSeconds(this.now, delaySeconds);
     this.commands.push(dispatchCommand(this.workflow, this.s, i, 'compensate', delaySeconds));

@@ -1,17 +1,52 @@
+import type { RefusalDeclaration } from './refusals.js';
+
 /**
- * A workflow is data: an ordered list of steps, each naming the Agent (its queue) that performs
- * it, the action to perform and the action that undoes it. The engine (transition.ts) runs any
- * workflow of this shape, so a new process is a new definition, not new engine code.
+ * A workflow is data: an ordered list of steps. Each step is declared once, here, with everything
+ * the app derives from it: the Agent that performs it (its queue, its function, its service URL
+ * setting), the action and its undo, how long the Agent has (complete-by), how hard the Agent
+ * retries within that time, and which of the service's answers are a business "no". The engine
+ * (transition.ts) runs any workflow of this shape, so a new process is a new definition, not new
+ * engine code.
  */
-export interface StepDefinition {
+export interface StepDeclaration {
   /** Stable name, recorded in the state store and in message ids: lower-case, digits, '-'. */
   readonly name: string;
-  /** The queue of the Agent that wraps the remote service for this step. */
+  /**
+   * The Agent that wraps the remote service for this step, named after the service (`payment`).
+   * Its queue is `agent-{agent}`, its function `{agent in camelCase}Agent`, its service URL setting
+   * `{AGENT}_SERVICE_URL`. One Agent per step.
+   */
   readonly agent: string;
   /** What the Agent is asked to do. */
   readonly action: string;
   /** What undoes the action, or null when the step has nothing to undo. */
   readonly compensation: string | null;
+  /**
+   * Complete-by for this step (and its compensation) from its dispatch, in seconds. The
+   * STEP_TIMEOUT_SECONDS setting is the default for a step that declares none and the ceiling for
+   * one that does: it is the value checked against the host's lock renewal, duplicate-detection
+   * window and function timeout, so no step may outlast it.
+   */
+  readonly completeBySeconds?: number;
+  /** How the Agent retries one call within the complete-by (transient failures only). */
+  readonly retry?: StepRetryPolicy;
+  /** Which answers of the step's service are a business refusal; every other failure stalls. */
+  readonly refusals: RefusalDeclaration;
+}
+
+/** The Agent's in-call retries. Omitted fields take the Agent's defaults. */
+export interface StepRetryPolicy {
+  /** Requests sent at most for one dispatch. */
+  readonly maxAttempts?: number;
+  readonly initialDelayMs?: number;
+  readonly maxDelayMs?: number;
+  /** One attempt's budget, so a hung attempt cannot eat the whole complete-by. */
+  readonly attemptTimeoutMs?: number;
+}
+
+export interface StepDefinition extends StepDeclaration {
+  /** The queue of the step's Agent, derived from its name. */
+  readonly agentQueue: string;
 }
 
 export interface Workflow {
@@ -19,7 +54,18 @@ export interface Workflow {
   readonly steps: readonly StepDefinition[];
 }
 
+export interface WorkflowDeclaration {
+  readonly name: string;
+  readonly steps: readonly StepDeclaration[];
+}
+
+/** The queue an Agent listens on. */
+export function agentQueueName(agent: string): string {
+  return `agent-${agent}`;
+}
+
 const stepName = /^[a-z][a-z0-9-]{0,31}$/;
+const agentName = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
 const actionName = /^[a-z][a-z0-9-]{0,63}$/;
 
 export class InvalidWorkflow extends Error {
@@ -29,27 +75,66 @@ export class InvalidWorkflow extends Error {
   }
 }
 
+function positiveInteger(value: number | undefined, what: string): void {
+  if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+    throw new InvalidWorkflow(`${what} must be a positive integer, got ${value}`);
+  }
+}
+
+function checkStep(step: StepDeclaration, agents: Set<string>): void {
+  if (!stepName.test(step.name)) throw new InvalidWorkflow(`bad step name "${step.name}"`);
+  // Agent names become queue, function and setting names: keep them to what all three accept.
+  if (!agentName.test(step.agent) || step.agent.length > 40) {
+    throw new InvalidWorkflow(`step ${step.name}: bad agent name "${step.agent}"`);
+  }
+  if (agents.has(step.agent))
+    throw new InvalidWorkflow(`step ${step.name}: agent ${step.agent} serves another step`);
+  agents.add(step.agent);
+  if (!actionName.test(step.action)) throw new InvalidWorkflow(`step ${step.name}: bad action`);
+  if (step.compensation !== null && !actionName.test(step.compensation)) {
+    throw new InvalidWorkflow(`step ${step.name}: bad compensation`);
+  }
+  positiveInteger(step.completeBySeconds, `step ${step.name}: completeBySeconds`);
+  for (const [key, value] of Object.entries(step.retry ?? {})) {
+    positiveInteger(value as number | undefined, `step ${step.name}: retry.${key}`);
+  }
+  const refusals = step.refusals as RefusalDeclaration | undefined;
+  if (!refusals || !Array.isArray(refusals.statuses) || !Array.isArray(refusals.problemTypes)) {
+    throw new InvalidWorkflow(`step ${step.name}: declares no refusals (statuses and problemTypes)`);
+  }
+  for (const status of refusals.statuses) {
+    if (!Number.isInteger(status) || status < 400 || status > 499) {
+      throw new InvalidWorkflow(`step ${step.name}: refusal status ${status} is not a 4xx`);
+    }
+  }
+}
+
 /** Checks a definition once, at module load, so a typo fails at start-up rather than mid-order. */
-export function defineWorkflow(definition: Workflow): Workflow {
+export function defineWorkflow<const D extends WorkflowDeclaration>(
+  definition: D,
+): { readonly name: D['name']; readonly steps: readonly (D['steps'][number] & StepDefinition)[] } {
   if (!stepName.test(definition.name)) throw new InvalidWorkflow(`bad workflow name "${definition.name}"`);
   if (definition.steps.length === 0) throw new InvalidWorkflow(`workflow ${definition.name} has no steps`);
   const seen = new Set<string>();
+  const agents = new Set<string>();
   for (const step of definition.steps) {
-    if (!stepName.test(step.name)) throw new InvalidWorkflow(`bad step name "${step.name}"`);
     if (seen.has(step.name)) throw new InvalidWorkflow(`duplicate step "${step.name}"`);
     seen.add(step.name);
-    if (step.agent.trim() === '') throw new InvalidWorkflow(`step ${step.name} names no agent`);
-    if (!actionName.test(step.action)) throw new InvalidWorkflow(`step ${step.name}: bad action`);
-    if (step.compensation !== null && !actionName.test(step.compensation)) {
-      throw new InvalidWorkflow(`step ${step.name}: bad compensation`);
-    }
+    checkStep(step, agents);
   }
   return Object.freeze({
     name: definition.name,
-    steps: Object.freeze(definition.steps.map((s) => Object.freeze({ ...s }))),
+    steps: Object.freeze(
+      definition.steps.map((s) => Object.freeze({ ...s, agentQueue: agentQueueName(s.agent) })),
+    ),
   });
 }
 
 export function stepIndex(workflow: Workflow, name: string): number {
   return workflow.steps.findIndex((s) => s.name === name);
+}
+
+/** A step's complete-by window: its own, never longer than the policy's (see StepDeclaration). */
+export function stepTimeoutSeconds(step: StepDeclaration, ceilingSeconds: number): number {
+  return Math.min(step.completeBySeconds ?? ceilingSeconds, ceilingSeconds);
 }

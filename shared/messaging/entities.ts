@@ -1,15 +1,33 @@
+import { orderWorkflow, type OrderAgentName } from '../domain/orderWorkflow.js';
+
+/** `fraud-check` → `fraudCheck`: the key of an Agent's queue here and the stem of its function name. */
+type Camel<S extends string> = S extends `${infer Head}-${infer Tail}`
+  ? `${Head}${Capitalize<Camel<Tail>>}`
+  : S;
+
+export function camelCase<S extends string>(name: S): Camel<S> {
+  return name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase()) as Camel<S>;
+}
+
+/** The key of an Agent's queue in `queues`, and its function's name: `paymentAgent`. */
+export function agentKey<S extends string>(agent: S): `${Camel<S>}Agent` {
+  return `${camelCase(agent)}Agent`;
+}
+
+/** One queue per Agent, each wrapping one remote service: derived from the workflow's steps. */
+const agentQueues = Object.fromEntries(orderWorkflow.steps.map((s) => [agentKey(s.agent), s.agentQueue])) as {
+  readonly [A in OrderAgentName as `${Camel<A>}Agent`]: string;
+};
+
 /**
  * Names of the Service Bus entities the app uses. The same names are declared in
  * infra/servicebus-emulator/Config.json (local) and infra/app/servicebus.bicep (Azure);
- * a test keeps the three in step.
+ * test/infra/drift.test.ts keeps them in step (and names what to add for a new step).
  */
 export const queues = {
   /** Work for the Scheduler: start or resume an order, agent replies, compensation requests. */
   scheduler: 'scheduler',
-  /** One queue per Agent, each wrapping one remote service. */
-  inventoryAgent: 'agent-inventory',
-  paymentAgent: 'agent-payment',
-  shippingAgent: 'agent-shipping',
+  ...agentQueues,
   /** Alerts for a human operator (orders that ended in Error). */
   operatorAlerts: 'operator-alerts',
 } as const;

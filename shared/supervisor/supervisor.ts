@@ -124,7 +124,7 @@ async function viewOf(
 async function queueViews(deps: Dependencies, log: Logger) {
   const agents = new Map<string, QueueView>();
   if (deps.agentBacklog) {
-    const names = [...new Set(deps.workflow.steps.map((s) => s.agent))];
+    const names = [...new Set(deps.workflow.steps.map((s) => s.agentQueue))];
     const views = await Promise.all(names.map((q) => viewOf(deps, q, deps.agentBacklog!(q), log)));
     names.forEach((q, i) => {
       const v = views[i];

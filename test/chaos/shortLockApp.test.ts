@@ -8,9 +8,9 @@ import { repoRoot } from '../../chaos/harness.js';
 import { loadConfig } from '../../emulators/servicebus/config.js';
 import { readHostJson } from '../../local/host/settings.js';
 import { resolveEntryFiles } from '../../local/host/appLoader.js';
-import { queues } from '../../shared/messaging/entities.js';
+import { orderWorkflow } from '../../shared/domain/orderWorkflow.js';
 
-const agentQueues: string[] = [queues.inventoryAgent, queues.paymentAgent, queues.shippingAgent];
+const agentQueues: string[] = orderWorkflow.steps.map((s) => s.agentQueue);
 
 test('the short-lock app root: agent locks short, renewal off, the same functions, the repo untouched', () => {
   const realConfig = readFileSync(join(repoRoot, 'infra', 'servicebus-emulator', 'Config.json'), 'utf8');

@@ -611,12 +611,14 @@ test('healing after a resubmit does not invent a step-completed event for a step
   );
 });
 
+const none = { statuses: [], problemTypes: [] };
+
 test('another workflow runs on the same engine; a state from another workflow is refused', () => {
   const wf = defineWorkflow({
     name: 'refund-only',
     steps: [
-      { name: 'notify', agent: 'agent-mail', action: 'send', compensation: null },
-      { name: 'payout', agent: 'agent-payment', action: 'pay-out', compensation: 'claw-back' },
+      { name: 'notify', agent: 'mail', action: 'send', compensation: null, refusals: none },
+      { name: 'payout', agent: 'payment', action: 'pay-out', compensation: 'claw-back', refusals: none },
     ],
   });
   let d = decide(wf, null, { type: 'Submit', orderId }, t0, policy);
@@ -642,8 +644,8 @@ test('another workflow runs on the same engine; a state from another workflow is
       defineWorkflow({
         name: 'x',
         steps: [
-          { name: 'a', agent: 'q', action: 'do', compensation: null },
-          { name: 'a', agent: 'q', action: 'do', compensation: null },
+          { name: 'a', agent: 'q', action: 'do', compensation: null, refusals: none },
+          { name: 'a', agent: 'q', action: 'do', compensation: null, refusals: none },
         ],
       }),
     /duplicate/,

@@ -50,7 +50,7 @@ test('the outstanding request names the running step or the undo, with the dispa
   const processing = fx.Processing;
   const request = outstandingRequest(orderWorkflow, processing);
   assert.deepEqual(request, {
-    agentQueue: orderWorkflow.steps[0].agent,
+    agentQueue: orderWorkflow.steps[0].agentQueue,
     messageId: dispatchMessageId(orderId, 'inventory', 1, 'do', 1),
   });
   const undo = outstandingRequest(orderWorkflow, fx.Compensating);

@@ -5,6 +5,8 @@ import { demoStackSettings } from '../../local/demo.js';
 import { faultScenarios, timingFromSettings } from '../../local/faultScenarios.js';
 import { orderApiClient, sampleOrder, waitForTerminal } from '../../local/orderClient.js';
 import { assertNoDoubleEffects, ledgersOf, standingEffects } from './helpers.js';
+import { faultSku } from '../../local/remoteServices/index.js';
+import { orderWorkflow } from '../../shared/domain/index.js';
 
 // The stack as `npm start` runs it (random ports, the demo's short timeouts): one order per kind
 // of fault, over HTTP with the function key, each must end where its faults predict.
@@ -53,6 +55,49 @@ test('an order per kind of fault reaches the terminal state its faults predict',
     }
   });
   assertNoDoubleEffects([inventory, payment, shipping]);
+});
+
+test('an order goes through every declared step in order, each Agent registered and its service called from the declaration', async () => {
+  const client = orderApiClient(stack.baseUrl, stack.functionKey);
+  const last = orderWorkflow.steps.at(-1)!;
+  const [ok, refused] = await Promise.all([
+    client.submit(sampleOrder('declared-steps'), 'e2e-declared-ok'),
+    client.submit(sampleOrder('declared-steps', [faultSku(last.agent, 'permanent')]), 'e2e-declared-refused'),
+  ]);
+  const finals = await waitForTerminal(client, [ok.orderId, refused.orderId], {
+    deadline: Date.now() + 120_000,
+    pollMs: 300,
+  });
+  const view = finals.get(ok.orderId)!;
+  assert.equal(view.processState, 'Processed', JSON.stringify(view));
+  assert.deepEqual(
+    view.steps.map((st) => [st.name, st.status]),
+    orderWorkflow.steps.map((st) => [st.name, 'Completed']),
+  );
+  for (const step of orderWorkflow.steps) {
+    const ledger = stack.remote[step.agent].ledger();
+    const effects = ledger.effects.filter((e) => e.orderId === ok.orderId);
+    assert.deepEqual(
+      effects.map((e) => e.operation),
+      [step.action],
+      `${step.name}: the ${step.agent} service performed ${step.action} once`,
+    );
+  }
+  // In declared order: each effect after the one of the step before it.
+  const times = orderWorkflow.steps.map(
+    (st) => stack.remote[st.agent].ledger().effects.find((e) => e.orderId === ok.orderId)!.performedAt,
+  );
+  assert.deepEqual([...times].sort(), times, 'effects in step order');
+
+  // The last step's refusal (its declared refusals) compensates every earlier step, in reverse.
+  const undone = finals.get(refused.orderId)!;
+  assert.equal(undone.processState, 'Compensated', JSON.stringify(undone));
+  for (const step of orderWorkflow.steps) {
+    const ledger = stack.remote[step.agent].ledger();
+    // A step declared without a compensation (a check that changes nothing) has nothing to undo.
+    const expected = step === last || step.compensation !== null ? 0 : 1;
+    assert.equal(standingEffects(ledger, refused.orderId), expected, `${step.name}: ${expected} standing`);
+  }
 });
 
 test('the API refuses a request without the function key and a malformed order', async () => {

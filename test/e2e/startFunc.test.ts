@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { ensureLocalSettings, findOnPath, funcMissingMessage } from '../../local/startFunc.js';
-import { loadSettings } from '../../shared/config/settings.js';
+import { loadSettings, serviceUrlSetting } from '../../shared/config/settings.js';
+import { remoteServiceNames, type RemoteServiceName } from '../../shared/agents/remoteOperations.js';
 
 // `npm run start:func` cannot run here (no Core Tools on this machine); this covers what can:
 // the message when func is missing, and the local.settings.json it writes.
@@ -39,9 +40,9 @@ const services = {
     'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;',
   serviceBusConnectionString:
     'Endpoint=sb://127.0.0.1;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;',
-  inventoryUrl: 'http://127.0.0.1:7101',
-  paymentUrl: 'http://127.0.0.1:7102',
-  shippingUrl: 'http://127.0.0.1:7103',
+  remote: Object.fromEntries(
+    remoteServiceNames.map((name, i) => [name, { url: `http://127.0.0.1:${7101 + i}` }]),
+  ) as Record<RemoteServiceName, { url: string }>,
 };
 
 test('local.settings.json is written from the sample with the real endpoints, and never overwritten', () => {
@@ -55,15 +56,21 @@ test('local.settings.json is written from the sample with the real endpoints, an
   assert.equal(written.Values.AzureWebJobsStorage, services.storageConnectionString);
   assert.equal(written.Values.StateStoreConnection, services.storageConnectionString);
   assert.equal(written.Values.ServiceBusConnection, services.serviceBusConnectionString);
-  assert.equal(written.Values.PAYMENT_SERVICE_URL, services.paymentUrl);
+  // One URL setting per declared step's Agent, whatever the sample holds.
+  for (const name of remoteServiceNames)
+    assert.equal(written.Values[serviceUrlSetting(name)], services.remote[name].url, name);
+  assert.equal(written.Values.PAYMENT_SERVICE_URL, services.remote.payment.url);
   assert.equal(written.Host.LocalHttpPort, 7071);
   assert.equal(written._inAzure, undefined, 'the Azure-only notes stay in the sample');
   // The app accepts what was written.
   const parsed = loadSettings(written.Values);
-  assert.equal(parsed.remoteServices.shipping, services.shippingUrl);
+  assert.equal(parsed.remoteServices.shipping, services.remote.shipping.url);
 
   writeFileSync(first.path, '{"Values":{"mine":"1"}}');
-  const second = ensureLocalSettings(app, { ...services, paymentUrl: 'http://127.0.0.1:1' });
+  const second = ensureLocalSettings(app, {
+    ...services,
+    remote: { ...services.remote, payment: { url: 'http://127.0.0.1:1' } },
+  });
   assert.equal(second.written, false);
   assert.equal(readFileSync(first.path, 'utf8'), '{"Values":{"mine":"1"}}');
 });

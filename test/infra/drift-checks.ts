@@ -192,6 +192,12 @@ export interface SourceFile {
 export interface EntityConstants {
   queues: Record<string, string>;
   topics: Record<string, string>;
+  /**
+   * The queues of the declared steps' Agents (shared/domain/orderWorkflow.ts): what a trigger
+   * registered in a loop over the steps (`queueName: step.agentQueue`) listens on, and what the
+   * Scheduler's dispatches (`agentQueue: def.agentQueue`) send to.
+   */
+  agentQueues?: readonly string[];
 }
 
 /** What the app does on Service Bus, read from its sources. */
@@ -263,11 +269,18 @@ export function appMessaging(
     if (!list.includes(name)) list.push(name);
   };
   for (const f of sources) {
-    for (const m of f.text.matchAll(/app\.serviceBus(Queue|Topic)\(\s*(['"`])([^'"`]+)\2\s*,\s*\{/g)) {
+    // The name is a literal, or `agentKey(step.agent)` in the loop over the declared steps.
+    for (const m of f.text.matchAll(
+      /app\.serviceBus(Queue|Topic)\(\s*(?:(['"`])([^'"`]+)\2|(agentKey\(step\.agent\)))\s*,\s*\{/g,
+    )) {
       const open = (m.index ?? 0) + m[0].length - 1;
       const body = f.text.slice(open, blockEnd(f.text, open));
-      const where = `${f.path}: trigger ${m[3]}`;
-      if (m[1] === 'Queue') {
+      const where = `${f.path}: trigger ${m[3] ?? m[4]}`;
+      if (m[1] === 'Queue' && /\bqueueName\s*:\s*step\.agentQueue\b/.test(body)) {
+        if (!names.agentQueues)
+          problems.push(`${where}: listens on the declared Agent queues, but none were given`);
+        for (const q of names.agentQueues ?? []) add(messaging.triggerQueues, q);
+      } else if (m[1] === 'Queue') {
         const q = resolveName(body, 'queueName', names, where);
         if (q.problem) problems.push(q.problem);
         else add(messaging.triggerQueues, q.name!);
@@ -277,6 +290,9 @@ export function appMessaging(
         for (const r of [t, s]) if (r.problem) problems.push(r.problem);
         if (t.name && s.name) add(messaging.triggerSubscriptions, `${t.name}/${s.name}`);
       }
+    }
+    if (/\bagentQueue:\s*def\.agentQueue\b/.test(f.text)) {
+      for (const q of names.agentQueues ?? []) add(messaging.sendQueues, q);
     }
     for (const m of f.text.matchAll(/(?:\.send\(|\bentity:|\bagent:)\s*(queues|topics)\.(\w+)/g)) {
       const value = names[m[1] as 'queues' | 'topics'][m[2]];
@@ -871,5 +887,83 @@ export function checkDeadLetterAccess(
     problems.push('rbac.bicep grants no Data Receiver on the dead-letter queues not already received from');
   if (!grants('readsDeadLettersOfSubscriptions'))
     problems.push('rbac.bicep grants no Data Receiver on the dead-letter subscriptions');
+  return problems;
+}
+
+/** What a declared step's Agent needs outside the app's code, by name. */
+export interface DeclaredAgent {
+  step: string;
+  agent: string;
+  /** Its Service Bus queue (agent-{agent}). */
+  queue: string;
+  /** Its service URL app setting ({AGENT}_SERVICE_URL). */
+  urlSetting: string;
+  /** The Bicep parameter carrying that URL ({agent}ServiceUrl). */
+  urlParam: string;
+}
+
+export interface DeploymentFiles {
+  config: EmulatorConfig;
+  mainBicep: string;
+  apiBicep: string;
+  parameters: { parameters: Record<string, { value?: unknown }> };
+  local: LocalSettings;
+}
+
+function listIn(block: string, key: string): string[] {
+  const m = new RegExp(`\\b${key}\\s*:\\s*\\[([^\\]]*)\\]`).exec(block);
+  return m ? [...m[1].matchAll(/'([^']*)'/g)].map((x) => x[1]) : [];
+}
+
+/**
+ * Every declared step's Agent has its queue (Config.json, hence Bicep; Data Receiver and Sender
+ * in main.bicep) and its service URL setting (main.bicep parameter, main.parameters.json, api.bicep
+ * app setting, local.settings.sample.json); no Agent queue is left over from a removed step. Each
+ * problem says what to add, and where, for a new step.
+ */
+export function checkDeclaredSteps(agents: readonly DeclaredAgent[], files: DeploymentFiles): string[] {
+  const problems: string[] = [];
+  const queues = (emulatorNamespace(files.config).Queues ?? []).map((q) => q.Name);
+  const main = stripComments(files.mainBicep);
+  const api = stripComments(files.apiBicep);
+  const entities = valueOf(main, 'appEntities') ?? '';
+  const receives = listIn(entities, 'receivesFromQueues');
+  const sends = listIn(entities, 'sendsToQueues');
+  const example = agents.find((a) => queues.includes(a.queue))?.queue;
+  for (const a of agents) {
+    const which = `step ${a.step} (Agent ${a.agent})`;
+    if (!queues.includes(a.queue)) {
+      problems.push(
+        `${which}: add queue ${a.queue} to infra/servicebus-emulator/Config.json` +
+          (example ? ` (copy the Properties of ${example})` : ''),
+      );
+    }
+    if (!receives.includes(a.queue))
+      problems.push(`${which}: add '${a.queue}' to appEntities.receivesFromQueues in infra/main.bicep`);
+    if (!sends.includes(a.queue))
+      problems.push(`${which}: add '${a.queue}' to appEntities.sendsToQueues in infra/main.bicep`);
+    if (!new RegExp(`^param ${a.urlParam} string\\b`, 'm').test(main))
+      problems.push(`${which}: add \`param ${a.urlParam} string\` to infra/main.bicep`);
+    if (!new RegExp(`\\n\\s*${a.urlParam}:\\s*${a.urlParam}\\b`).test(main))
+      problems.push(`${which}: pass \`${a.urlParam}: ${a.urlParam}\` to the api module in infra/main.bicep`);
+    if (!new RegExp(`^param ${a.urlParam} string\\b`, 'm').test(api))
+      problems.push(`${which}: add \`param ${a.urlParam} string\` to infra/app/api.bicep`);
+    const setting = bicepAppSettings(files.apiBicep).get(a.urlSetting);
+    if (setting !== a.urlParam)
+      problems.push(`${which}: add \`${a.urlSetting}: ${a.urlParam}\` to appSettings in infra/app/api.bicep`);
+    const param = files.parameters.parameters[a.urlParam];
+    if (param?.value !== `\${${a.urlSetting}}`) {
+      problems.push(
+        `${which}: add "${a.urlParam}": { "value": "\${${a.urlSetting}}" } to infra/main.parameters.json`,
+      );
+    }
+    if (!(a.urlSetting in files.local.Values))
+      problems.push(`${which}: add ${a.urlSetting} to local.settings.sample.json Values`);
+  }
+  const declaredQueues = new Set(agents.map((a) => a.queue));
+  for (const q of queues) {
+    if (q.startsWith('agent-') && !declaredQueues.has(q))
+      problems.push(`Config.json declares queue ${q}, but no declared step's Agent listens on it: remove it`);
+  }
   return problems;
 }

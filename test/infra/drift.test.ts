@@ -8,17 +8,20 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { settingNames } from '../../shared/config/settings.js';
+import { serviceUrlSetting, settingNames } from '../../shared/config/settings.js';
 import {
+  camelCase,
   orderStatusSubscriptions,
   queues as appQueues,
   topics as appTopics,
 } from '../../shared/messaging/entities.js';
+import { agentQueueName, orderWorkflow, type StepDeclaration } from '../../shared/domain/index.js';
 import {
   appMessaging,
   bicepAppSettings,
   checkAppEntities,
   checkDeadLetterAccess,
+  checkDeclaredSteps,
   checkEntitiesFromConfig,
   checkLoadsEmulatorConfig,
   checkLocalAuthDisabled,
@@ -31,6 +34,8 @@ import {
   emulatorRules,
   entityNames,
   type BicepFile,
+  type DeclaredAgent,
+  type DeploymentFiles,
   type EmulatorConfig,
   type LocalSettings,
   type OperatorAuthFiles,
@@ -75,7 +80,19 @@ const localSettings = JSON.parse(read('local.settings.sample.json')) as LocalSet
 const appUses = { queues: Object.values(appQueues), topics: Object.values(appTopics) };
 // The app's own sources, read as text: its triggers (functions/) and its sends (shared/ too).
 const appSources: SourceFile[] = [...filesUnder('functions', '.ts'), ...filesUnder('shared', '.ts')];
-const entityConstants = { queues: appQueues, topics: appTopics };
+const declaredAgents = (steps: readonly StepDeclaration[]): DeclaredAgent[] =>
+  steps.map((s) => ({
+    step: s.name,
+    agent: s.agent,
+    queue: agentQueueName(s.agent),
+    urlSetting: serviceUrlSetting(s.agent),
+    urlParam: `${camelCase(s.agent)}ServiceUrl`,
+  }));
+const entityConstants = {
+  queues: appQueues,
+  topics: appTopics,
+  agentQueues: orderWorkflow.steps.map((s) => s.agentQueue),
+};
 const app = appMessaging(appSources, entityConstants);
 
 /**
@@ -369,7 +386,7 @@ test("the app's Service Bus triggers and sends are read from its sources", () =>
   assert.deepEqual(app.problems, []);
   assert.deepEqual(
     [...app.messaging.triggerQueues].sort(),
-    [appQueues.inventoryAgent, appQueues.paymentAgent, appQueues.scheduler, appQueues.shippingAgent].sort(),
+    [appQueues.scheduler, ...orderWorkflow.steps.map((st) => st.agentQueue)].sort(),
   );
   assert.deepEqual(app.messaging.triggerSubscriptions, []);
   for (const q of [appQueues.scheduler, appQueues.operatorAlerts, appQueues.paymentAgent])
@@ -397,15 +414,7 @@ test('main.bicep grants Data Receiver on exactly the triggered queues and Data S
   // Removing a triggered queue from receivesFromQueues: it is still a send target, so a
   // "receives or sends" check passed it, but its trigger would be refused in Azure.
   reports(
-    checkAppEntities(
-      broken(
-        main,
-        "receivesFromQueues: ['scheduler', 'agent-inventory', 'agent-payment',",
-        "receivesFromQueues: ['scheduler', 'agent-inventory',",
-      ).text,
-      config,
-      m,
-    ),
+    checkAppEntities(broken(main, /(receivesFromQueues: \[[^\]]*)'agent-payment', /, '$1').text, config, m),
     /trigger listens on queue agent-payment, but receivesFromQueues lacks it/,
   );
   reports(
@@ -855,4 +864,56 @@ test("the app identity may read and settle every dead-letter source the operator
   );
   const more = { ...sources, subscriptions: [...sources.subscriptions, 'order-status/billing'] };
   reports(checkDeadLetterAccess(main.text, rbac.text, more), /dead-letter subscriptions are/);
+});
+
+test('every declared step has its Agent queue and service URL setting in Config.json, Bicep and the sample settings', () => {
+  const files: DeploymentFiles = {
+    config,
+    mainBicep: read('infra/main.bicep'),
+    apiBicep: read('infra/app/api.bicep'),
+    parameters: JSON.parse(read('infra/main.parameters.json')) as DeploymentFiles['parameters'],
+    local: localSettings,
+  };
+  assert.ok(declaredAgents(orderWorkflow.steps).length >= 3);
+  assert.deepEqual(checkDeclaredSteps(declaredAgents(orderWorkflow.steps), files), []);
+
+  // A new step declared without its infrastructure: every missing piece is named, with where.
+  const probe: StepDeclaration = {
+    name: 'probe-check',
+    agent: 'probe',
+    action: 'probe',
+    compensation: null,
+    refusals: { statuses: [422], problemTypes: [] },
+  };
+  const grown = [orderWorkflow.steps[0], probe, ...orderWorkflow.steps.slice(1)];
+  const problems = checkDeclaredSteps(declaredAgents(grown), files);
+  const expected = [
+    /step probe-check \(Agent probe\): add queue agent-probe to infra\/servicebus-emulator\/Config\.json \(copy the Properties of agent-inventory\)/,
+    /add 'agent-probe' to appEntities\.receivesFromQueues in infra\/main\.bicep/,
+    /add 'agent-probe' to appEntities\.sendsToQueues in infra\/main\.bicep/,
+    /add `param probeServiceUrl string` to infra\/main\.bicep/,
+    /pass `probeServiceUrl: probeServiceUrl` to the api module in infra\/main\.bicep/,
+    /add `param probeServiceUrl string` to infra\/app\/api\.bicep/,
+    /add `PROBE_SERVICE_URL: probeServiceUrl` to appSettings in infra\/app\/api\.bicep/,
+    /add "probeServiceUrl": \{ "value": "\$\{PROBE_SERVICE_URL\}" \} to infra\/main\.parameters\.json/,
+    /add PROBE_SERVICE_URL to local\.settings\.sample\.json Values/,
+  ];
+  assert.equal(problems.length, expected.length, JSON.stringify(problems, null, 1));
+  for (const pattern of expected) reports(problems, pattern);
+
+  // A removed step leaves its queue behind.
+  const shrunk = declaredAgents(orderWorkflow.steps.filter((s) => s.name !== 'shipping'));
+  assert.deepEqual(checkDeclaredSteps(shrunk, files), [
+    "Config.json declares queue agent-shipping, but no declared step's Agent listens on it: remove it",
+  ]);
+  // The settings table of a step names its own setting: a wrong value is caught.
+  const api = broken(
+    bicep('infra/app/api.bicep'),
+    'PAYMENT_SERVICE_URL: paymentServiceUrl',
+    'PAYMENT_SERVICE_URL: shippingServiceUrl',
+  );
+  reports(
+    checkDeclaredSteps(declaredAgents(orderWorkflow.steps), { ...files, apiBicep: api.text }),
+    /step payment \(Agent payment\): add `PAYMENT_SERVICE_URL: paymentServiceUrl`/,
+  );
 });

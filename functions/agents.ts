@@ -1,0 +1,42 @@
+import { app, type InvocationContext } from '@azure/functions';
+import { settings } from '../shared/config/settings.js';
+import { dependencies, outageWatch } from '../shared/app/runtime.js';
+import { handleAgentRequest } from '../shared/agents/agent.js';
+import { orderWorkflow, stepTimeoutSeconds, type OrderStep } from '../shared/domain/index.js';
+import { agentKey, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
+
+settings();
+
+/**
+ * One Agent per declared step, each wrapping its remote service: its queue, its function name
+ * (`paymentAgent`), its service URL, its refusals, its complete-by and its retries all come from
+ * the step's declaration in shared/domain/orderWorkflow.ts.
+ */
+function agentFor(step: OrderStep) {
+  return async (message: unknown, context: InvocationContext): Promise<void> => {
+    const deps = await dependencies();
+    await handleAgentRequest(
+      {
+        bus: deps.bus,
+        clock: deps.clock,
+        serviceUrl: settings().remoteServices[step.agent],
+        refusals: step.refusals,
+        service: step.agent,
+        outages: outageWatch(deps),
+        callPolicy: step.retry,
+        stepTimeoutSeconds: stepTimeoutSeconds(step, deps.policy.stepTimeoutSeconds),
+      },
+      step.agentQueue,
+      message,
+      context,
+    );
+  };
+}
+
+for (const step of orderWorkflow.steps) {
+  app.serviceBusQueue(agentKey(step.agent), {
+    connection: serviceBusConnectionSetting,
+    queueName: step.agentQueue,
+    handler: agentFor(step),
+  });
+}
