@@ -1,3 +1,4 @@
+import { httpTraceContext } from './traceContext.js';
 import { timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -272,6 +273,7 @@ export class HttpTriggerHost {
     try {
       const { response } = await this.invoker.invoke(route.fn, {
         data: { http: httpData },
+        traceContext: httpTraceContext(req.headers),
         reason: `This function was programmatically called via the host APIs.`,
       });
       const output =
@@ -308,6 +310,7 @@ export class HttpTriggerHost {
     const invocation = this.invoker.invoke(route.fn, {
       data: { http: { method: req.method, url: url.toString() } },
       triggerMetadata,
+      traceContext: httpTraceContext(req.headers),
       reason: 'This function was programmatically called via the host APIs.',
       onInvocationId: (invocationId) => {
         const forward = http.request({

@@ -1,3 +1,4 @@
+import { messageTraceContext } from './traceContext.js';
 import {
   ServiceBusClient,
   type ServiceBusReceivedMessage,
@@ -298,6 +299,7 @@ export class ServiceBusTrigger {
         await this.invoker.invoke(this.config.fn, {
           data: toTriggerData(message, this.config.binary),
           triggerMetadata: toTriggerMetadata(message),
+          traceContext: messageTraceContext(message.applicationProperties),
           reason: `(null)MessageReceiver='${describeEntity(this.config.entity)}', MessageId=${String(message.messageId)}, DeliveryCount=${deliveryCountOf(message)}`,
         });
       } catch (err) {
