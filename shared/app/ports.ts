@@ -2,6 +2,7 @@ import type { Clock, Policy, Workflow } from '../domain/index.js';
 import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
+import type { DeadLetterCount } from '../messaging/deadLetterCounts.js';
 import type { StateStore } from '../stateStore/index.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
@@ -17,4 +18,6 @@ export interface Dependencies {
   schedulerBacklog?: QueueBacklog;
   /** An Agent queue's backlog, by queue name; without it a request's wait counts as its time. */
   agentBacklog?: (queue: string) => QueueBacklog;
+  /** Dead letters per entity, for the `deadletters` gauge; without it the Supervisor records none. */
+  deadLetters?: () => Promise<DeadLetterCount[]>;
 }

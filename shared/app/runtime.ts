@@ -4,6 +4,7 @@ import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
 import { queues } from '../messaging/entities.js';
+import { countDeadLetters } from '../messaging/deadLetterCounts.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
@@ -44,6 +45,7 @@ async function create(s: Settings): Promise<Dependencies> {
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
     // Deeper than the scheduler's: a burst can queue thousands of requests at one Agent.
     agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),
+    deadLetters: () => countDeadLetters(bus.client),
     clock: systemClock,
     policy: policyFrom(s),
     workflow: orderWorkflow,

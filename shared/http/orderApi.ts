@@ -14,6 +14,8 @@ import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
+import { recordSubmitted } from '../observability/orderMetrics.js';
+import { annotate, currentTraceParent, stateFields } from '../observability/tracing.js';
 import { callerScope } from '../orders/callerScope.js';
 import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
 import { orderSummary, orderView } from '../orders/orderView.js';
@@ -139,12 +141,15 @@ export async function submitOrder(
     return replayedSubmission(deps, request, order, log, recorded);
   }
   const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
+  annotate(stateFields(decision.state));
   try {
-    await deps.store.submit(order, decision.state);
+    await deps.store.submit(order, decision.state, currentTraceParent());
   } catch (e) {
     if (!(e instanceof OrderAlreadyExists)) throw e;
     return replayedSubmission(deps, request, order, log);
   }
+  recordSubmitted();
+  annotate({ outcome: decision.state.processState });
   log.info('order recorded', { processState: decision.state.processState });
   await sendAfterWrite(() => carryOut(deps, decision.commands, order, now, log), log);
   return accepted(request, decision.state);

@@ -71,18 +71,30 @@ export function telemetryConfig(env: NodeJS.ProcessEnv): TelemetryConfig {
 
 export interface Telemetry {
   readonly enabled: boolean;
+  /** How often metrics are exported: sampling a gauge more often than this is wasted work. */
+  readonly metricsIntervalMs: number;
   /** Exports what is buffered (spans, and the metrics as they are now). */
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
 
-const off: Telemetry = { enabled: false, flush: async () => {}, shutdown: async () => {} };
+const off: Telemetry = {
+  enabled: false,
+  metricsIntervalMs: Number.POSITIVE_INFINITY,
+  flush: async () => {},
+  shutdown: async () => {},
+};
 let current: Telemetry | undefined;
 
 /** Starts telemetry once per process from the settings; later calls return the same handle. */
 export function startTelemetry(env: NodeJS.ProcessEnv = process.env): Telemetry {
   current ??= create(telemetryConfig(env));
   return current;
+}
+
+/** The telemetry this process started, or the disabled one when it started none. */
+export function activeTelemetry(): Telemetry {
+  return current ?? off;
 }
 
 function create(config: TelemetryConfig): Telemetry {
@@ -130,6 +142,7 @@ function create(config: TelemetryConfig): Telemetry {
   metrics.setGlobalMeterProvider(meterProvider);
   return {
     enabled: true,
+    metricsIntervalMs: config.metricsIntervalMs,
     flush: async () => {
       await Promise.all([tracerProvider.forceFlush(), meterProvider.forceFlush()]);
     },

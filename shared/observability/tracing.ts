@@ -96,6 +96,24 @@ export function orderAttributes(fields: OrderSpanFields): Attributes {
   return out;
 }
 
+/**
+ * The order-level fields of a state: its workflow and version (a state stored before versions
+ * existed is version 1) and its run.
+ */
+export function stateFields(state: {
+  orderId: string;
+  workflow: string;
+  run: number;
+  workflowVersion?: number;
+}): OrderSpanFields {
+  return {
+    orderId: state.orderId,
+    workflow: state.workflow,
+    workflowVersion: typeof state.workflowVersion === 'number' ? state.workflowVersion : 1,
+    run: state.run,
+  };
+}
+
 /** Adds the order's fields to the span this code runs in (the invocation's, or a call's). */
 export function annotate(fields: OrderSpanFields): void {
   trace.getActiveSpan()?.setAttributes(orderAttributes(fields));
