@@ -40,7 +40,9 @@ export function httpTraceContext(headers: Record<string, string | string[] | und
   return traceContext(validTraceParent(Array.isArray(header) ? header[0] : header), state);
 }
 
-export function messageTraceContext(applicationProperties: Record<string, unknown> | undefined): RpcTraceContext {
+export function messageTraceContext(
+  applicationProperties: Record<string, unknown> | undefined,
+): RpcTraceContext {
   const props = applicationProperties ?? {};
   const traceParent = validTraceParent(props['Diagnostic-Id']) ?? validTraceParent(props['traceparent']);
   return traceContext(traceParent, props['tracestate']);

@@ -18,7 +18,8 @@ export function inInvocationSpan<T>(invocation: InvocationContext, handler: () =
   const attributes: Record<string, string | number> = {
     'faas.invocation_id': invocation.invocationId,
     'faas.name': invocation.functionName,
-    'faas.trigger': triggerType === 'httpTrigger' ? 'http' : triggerType === 'timerTrigger' ? 'timer' : 'pubsub',
+    'faas.trigger':
+      triggerType === 'httpTrigger' ? 'http' : triggerType === 'timerTrigger' ? 'timer' : 'pubsub',
   };
   const deliveryCount = invocation.triggerMetadata?.deliveryCount;
   if (typeof deliveryCount === 'number') attributes['messaging.delivery_count'] = deliveryCount;

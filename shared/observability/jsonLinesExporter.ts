@@ -103,7 +103,12 @@ export class JsonLinesMetricExporter implements PushMetricExporter {
     for (const scope of metrics.scopeMetrics) {
       for (const metric of scope.metrics) {
         for (const point of metric.dataPoints) {
-          const base = { type: 'metric' as const, at, name: metric.descriptor.name, attributes: { ...point.attributes } };
+          const base = {
+            type: 'metric' as const,
+            at,
+            name: metric.descriptor.name,
+            attributes: { ...point.attributes },
+          };
           if (metric.dataPointType === DataPointType.HISTOGRAM) {
             const h = point.value as { count: number; sum?: number; min?: number; max?: number };
             lines.push({ ...base, count: h.count, sum: h.sum, min: h.min, max: h.max });

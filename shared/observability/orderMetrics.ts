@@ -1,11 +1,11 @@
+import { metrics, type Counter, type Gauge, type Histogram, type MeterProvider } from '@opentelemetry/api';
 import {
-  metrics,
-  type Counter,
-  type Gauge,
-  type Histogram,
-  type MeterProvider,
-} from '@opentelemetry/api';
-import { isTerminal, outstandingStep, type Command, type OrderEvent, type OrderState } from '../domain/index.js';
+  isTerminal,
+  outstandingStep,
+  type Command,
+  type OrderEvent,
+  type OrderState,
+} from '../domain/index.js';
 
 /**
  * The app's metrics (names shared with the Bicep alerts and the workbook, see docs/operations.md):
@@ -43,12 +43,18 @@ function instruments(): Instruments {
     }),
     stepAttempts: meter.createCounter('step.attempts', { description: 'Step requests dispatched to Agents' }),
     stepTimeouts: meter.createCounter('step.timeouts', { description: 'Steps whose complete-by passed' }),
-    givenUp: meter.createCounter('orders.given_up', { description: 'Orders the Supervisor stopped retrying' }),
-    compensations: meter.createCounter('orders.compensations', { description: 'Orders that started compensating' }),
+    givenUp: meter.createCounter('orders.given_up', {
+      description: 'Orders the Supervisor stopped retrying',
+    }),
+    compensations: meter.createCounter('orders.compensations', {
+      description: 'Orders that started compensating',
+    }),
     remoteFailures: meter.createCounter('remote.failures', {
       description: 'Remote calls that failed: business refusals vs operational failures',
     }),
-    inFlight: meter.createGauge('orders.in_flight', { description: 'Orders not yet terminal (Supervisor sweep)' }),
+    inFlight: meter.createGauge('orders.in_flight', {
+      description: 'Orders not yet terminal (Supervisor sweep)',
+    }),
     oldestInFlightAge: meter.createGauge('orders.oldest_in_flight_age', {
       description: 'Age of the oldest order not yet terminal (Supervisor sweep)',
       unit: 's',
@@ -84,7 +90,8 @@ export function recordTransition(
     const gaveUp = after.errorCode === 'GaveUp' || after.errorCode === 'CompensationGaveUp';
     if (gaveUp && before.errorCode !== after.errorCode) i.givenUp.add(1);
   }
-  for (const c of commands) if (c.type === 'DispatchStep' && c.kind === 'do') i.stepAttempts.add(1, { step: c.step });
+  for (const c of commands)
+    if (c.type === 'DispatchStep' && c.kind === 'do') i.stepAttempts.add(1, { step: c.step });
 }
 
 export function recordStepCall(step: string, outcome: string, ms: number): void {
