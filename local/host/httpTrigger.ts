@@ -1,4 +1,3 @@
-import { httpTraceContext } from './traceContext.js';
 import { timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +7,7 @@ import type { LogSink } from './logger.js';
 import { applyPlatformAuth, type LocalOperator } from './platformAuth.js';
 import { comparePrecedence, matchRoute, parseRouteTemplate, type RouteTemplate } from './routeTemplate.js';
 import type { RpcHttpCookie, RpcHttpData, RpcTypedData } from './rpc.js';
+import { httpTraceContext } from './traceContext.js';
 
 /** Azure's default limit on request bodies (100 MB), unless FUNCTIONS_REQUEST_BODY_SIZE_LIMIT says otherwise. */
 export const defaultMaxRequestBodyBytes = 100 * 1024 * 1024;

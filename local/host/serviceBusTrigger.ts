@@ -1,4 +1,3 @@
-import { messageTraceContext } from './traceContext.js';
 import {
   ServiceBusClient,
   type ServiceBusReceivedMessage,
@@ -9,6 +8,7 @@ import { InvocationError, type Invoker } from './invoker.js';
 import type { LogSink } from './logger.js';
 import type { RpcTypedData } from './rpc.js';
 import type { HostJson } from './settings.js';
+import { messageTraceContext } from './traceContext.js';
 
 export interface ServiceBusTriggerConfig {
   fn: RegisteredFunction;

@@ -15,10 +15,8 @@ export interface DeadLetterCount {
 }
 
 /** Every entity whose dead letters the app owns (Config.json and servicebus-entities.bicep). */
-export const deadLetterEntities: ReadonlyArray<{ queue: string } | { topic: string; subscription: string }> = [
-  ...Object.values(queues).map((queue) => ({ queue })),
-  { topic: topics.orderStatus, subscription: 'all' },
-];
+export const deadLetterEntities: ReadonlyArray<{ queue: string } | { topic: string; subscription: string }> =
+  [...Object.values(queues).map((queue) => ({ queue })), { topic: topics.orderStatus, subscription: 'all' }];
 
 async function countPeeked(receiver: ServiceBusReceiver, maxPages: number): Promise<number> {
   let count = 0;

@@ -75,7 +75,9 @@ function annotateResult(result: ApplyResult): void {
   const state = result.kind === 'applied' ? result.state : result.current.state;
   annotate({
     ...stateFields(stored.state),
-    ...(result.kind === 'applied' && result.before.state.processState === 'Pending' ? outstandingStep(state) : {}),
+    ...(result.kind === 'applied' && result.before.state.processState === 'Pending'
+      ? outstandingStep(state)
+      : {}),
     outcome: result.kind === 'applied' ? state.processState : result.kind,
   });
 }

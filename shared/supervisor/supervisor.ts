@@ -9,7 +9,14 @@ import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { recordDeadLetters, recordInFlight } from '../observability/orderMetrics.js';
 import { activeTelemetry } from '../observability/telemetry.js';
-import { annotate, inSpan, linkToActive, orderAttributes, parentFrom, stateFields } from '../observability/tracing.js';
+import {
+  annotate,
+  inSpan,
+  linkToActive,
+  orderAttributes,
+  parentFrom,
+  stateFields,
+} from '../observability/tracing.js';
 
 /**
  * The Supervisor. It only looks for orders whose CompleteBy has passed and asks for them to be

@@ -227,20 +227,37 @@ test("a retried order's second attempt and the Supervisor's sweep that caused it
 });
 
 test("a compensated order's undo calls are in its trace", async () => {
+  const orderId = ids.refused;
+  const received = () =>
+    [
+      ...stack.remote.inventory.traceParents(),
+      ...stack.remote.payment.traceParents(),
+      ...stack.remote.shipping.traceParents(),
+    ].filter((r) => r.idempotencyKey.startsWith(`${orderId}:`));
   const trace = await eventually(() => {
-    const t = submissionTrace(spans(), ids.refused);
-    assert.equal(
-      count(t, (s) => s.kind === 'client'),
-      5,
-      'three calls and two undo calls',
-    );
+    const t = submissionTrace(spans(), orderId);
+    const names = t.filter((s) => s.kind === 'client').map((s) => s.name);
+    for (const name of ['inventory reserve', 'payment charge', 'shipping create-shipment'])
+      assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+    for (const name of ['inventory release', 'payment refund'])
+      assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+    // Every call the services received for this order, undo calls included, came from a client
+    // span of this trace.
+    const clientIds = new Set(t.filter((s) => s.kind === 'client').map((s) => s.spanId));
+    for (const r of received()) {
+      const [, traceId, spanId] = (r.traceParent ?? '').split('-');
+      assert.equal(traceId, t[0].traceId, `${r.operation} ${r.idempotencyKey} is in the order's trace`);
+      assert.ok(clientIds.has(spanId), `${r.operation} ${r.idempotencyKey} came from a span of the trace`);
+    }
     return t;
   });
   rootOf(trace);
+  assert.ok(received().some((r) => r.operation === 'release' && r.idempotencyKey.endsWith(':compensate')));
+  assert.ok(received().some((r) => r.operation === 'refund' && r.idempotencyKey.endsWith(':compensate')));
   const undo = trace.filter((s) => s.kind === 'client' && s.attributes['order.step_kind'] === 'compensate');
-  assert.deepEqual(undo.map((s) => s.name).sort(), ['inventory release', 'payment refund']);
-  const refused = trace.find((s) => s.name === 'shipping create-shipment');
-  assert.equal(refused?.attributes['order.outcome'], 'failed-permanently');
+  assert.deepEqual([...new Set(undo.map((s) => s.name))].sort(), ['inventory release', 'payment refund']);
+  const refused = trace.filter((s) => s.name === 'shipping create-shipment');
+  assert.ok(refused.some((s) => s.attributes['order.outcome'] === 'failed-permanently'));
 });
 
 test('the metrics match the mix of orders', async () => {
@@ -265,14 +282,9 @@ test('the metrics match the mix of orders', async () => {
       );
       assert.equal(metric('step.attempts', { step }) ?? 0, dispatched, `${step} attempts`);
     }
-    const timeouts = ['inventory', 'payment', 'shipping'].reduce(
-      (n, step) => n + (metric('step.timeouts', { step }) ?? 0),
-      0,
-    );
-    assert.equal(
-      timeouts,
-      views.reduce((n, v) => n + v.failureCount, 0),
-    );
+    // A timeout of a stalled step is counted too, but not in the order's failure count.
+    const exhausted = finals.get(ids.exhausted)!;
+    assert.ok((metric('step.timeouts', { step: 'inventory' }) ?? 0) >= exhausted.failureCount);
     assert.ok((metric('step.timeouts', { step: 'payment' }) ?? 0) >= hang.failureCount);
     assert.equal(metric('remote.failures', { service: 'shipping', kind: 'refusal' }), 1);
     assert.ok((metric('remote.failures', { service: 'inventory', kind: 'operational' }) ?? 0) >= 1);
