@@ -24,17 +24,20 @@ import {
 } from './pricing.js';
 import { measureRecovery } from './recovery.js';
 import { checkBudget, formatTable } from './stats.js';
+import { measureTracingOverhead } from './tracingOverhead.js';
 import { measureSweepScaling } from './sweepScaling.js';
 import { floorRecipe, measureActual, measureFloor, type RunFigures } from './throughput.js';
 
 /**
- * `npm run bench [-- --quick]`: cost per order (at both status-event levels), idle cost,
+ * `npm run bench [-- --quick] [--tracing-only]`: cost per order (at both status-event levels), idle cost,
  * throughput and latency beside the floor, recovery, the same costs in dollars
  * (bench/prices.json) with the host's peak memory, and sweep scaling, on the local stack; prints
  * tables and writes the same figures to bench/results/latest.json. Everything is compared within
  * one run.
  */
 const quick = process.argv.includes('--quick');
+/** Only the telemetry on/off comparison (section 2b), for a quick overhead figure. */
+const tracingOnly = process.argv.includes('--tracing-only');
 const stepTimeoutSeconds = 3;
 const sweepIntervalSeconds = 1;
 const settings = {
@@ -127,6 +130,32 @@ async function restartHostWith(bench: BenchStack, level: StatusEventLevel): Prom
   await measureScenario(bench, 'success', 1); // warm-up: clients and links
 }
 
+/** 2b. Telemetry on vs off, same stack, same run. */
+async function tracingSection(bench: BenchStack, results: Record<string, unknown>): Promise<void> {
+  log(`\n== 2b. Throughput with telemetry on vs off (one run, host restarted between modes) ==`);
+  memory.section = 'telemetry overhead';
+  const overhead = await measureTracingOverhead(bench, plan.throughput.slice(1));
+  log(
+    formatTable(
+      ['N', 'orders', 'off orders/s', 'on orders/s', 'on/off', 'off p50 ms', 'on p50 ms', 'telemetry KiB'],
+      overhead.map((o) => [
+        o.concurrency,
+        o.orders,
+        o.off.perSecond,
+        o.on.perSecond,
+        o.ratio,
+        ms(o.off.latency.p50),
+        ms(o.on.latency.p50),
+        ms(o.telemetryBytes / 1024),
+      ]),
+      2,
+    ),
+  );
+  for (const o of overhead)
+    log(`  telemetry on/off throughput ratio at N=${o.concurrency}: ${o.ratio.toFixed(2)} (target >= 0.9)`);
+  results.tracingOverhead = overhead;
+}
+
 async function main(): Promise<void> {
   const started = new Date();
   log(
@@ -154,6 +183,7 @@ async function main(): Promise<void> {
   try {
     // Warm-up: the host's first invocations create clients and tables.
     await measureScenario(bench, 'success', 1);
+    if (tracingOnly) return await tracingSection(bench, results);
 
     // 1. Cost per order.
     log('\n== 1. Cost per order (counted at the servers; mean over runs) ==');
@@ -369,6 +399,8 @@ async function main(): Promise<void> {
       ),
     );
     results.throughput = { floorRecipe: recipe, runs: tp };
+
+    await tracingSection(bench, results);
 
     // 4. Recovery (before the sweep seeding loads Azurite with history).
     const boundMs = (stepTimeoutSeconds + sweepIntervalSeconds) * 1000;

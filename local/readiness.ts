@@ -78,6 +78,7 @@ export function readinessBlock(info: ReadinessInfo): string {
     `  Azurite table     ${stack.azurite.tableUrl}`,
     `  Storage           ${stack.azurite.connectionString}`,
     `  Remote services   inventory ${stack.remote.inventory.url}  payment ${stack.remote.payment.url}  shipping ${stack.remote.shipping.url}`,
+    `  Telemetry         ${stack.env.TELEMETRY_FILE ? `${stack.env.TELEMETRY_FILE} (spans and metrics, JSON lines)` : 'off (--traces writes spans and metrics to a file)'}`,
     `  Data              ${info.inMemory ? 'in memory (gone when stopped)' : `${info.dataDir} (kept across restarts; --in-memory to not keep)`}`,
     '',
     'Settings in effect',

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { defaultPorts, localAppSettings, servicePortFlag, type StackPorts } from './stack.js';
 import { loadSettings, serviceUrlSetting, settingNames } from '../shared/config/settings.js';
 import { remoteServiceNames } from '../shared/agents/remoteOperations.js';
+import { telemetrySettingNames } from '../shared/observability/telemetry.js';
 
 /**
  * Command line and environment of `npm start`: ports, data folder, log level, the app settings
@@ -20,7 +21,13 @@ export interface StartOptions {
   logMode: LogMode;
   /** App settings over localAppSettings (from the environment). */
   settings: Record<string, string>;
+  /** `--traces`: the app writes spans and metrics to this JSON-lines file. */
+  telemetryFile?: string;
 }
+
+/** Where `--traces` writes, under the data folder; metrics are written this often. */
+export const telemetryFileName = 'telemetry.jsonl';
+export const localMetricsIntervalMs = 10_000;
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -66,6 +73,7 @@ export const startUsage = `usage: npm start -- [options]
   --data-dir <path>      data folder (default .data; env LOCAL_DATA_DIR)
   --quiet                print only the readiness block, warnings and errors
   --verbose              print every line of every part (host, Service Bus, Azurite, services)
+  --traces               write the app's spans and metrics to <data-dir>/${telemetryFileName} (JSON lines)
 ${portFlags.map((p) => `  ${`${p.flag} <n>`.padEnd(22)} ${p.what} (default ${defaultPorts[p.port]}; env ${p.env})`).join('\n')}
 
 App settings from the environment: ${tunableSettings.join(', ')};
@@ -95,6 +103,7 @@ export function parseStartArgs(
   let dataDir = env.LOCAL_DATA_DIR || '.data';
   let inMemory = false;
   let logMode: LogMode = 'compact';
+  let traces = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [flag, inline] =
@@ -111,6 +120,7 @@ export function parseStartArgs(
     else if (flag === '--data-dir') dataDir = value();
     else if (flag === '--quiet') logMode = 'quiet';
     else if (flag === '--verbose') logMode = 'verbose';
+    else if (flag === '--traces') traces = true;
     else throw new UsageError(`unknown option ${arg} (see --help)`);
   }
   const settings: Record<string, string> = {};
@@ -119,7 +129,12 @@ export function parseStartArgs(
     if (v !== undefined && v.trim() !== '') settings[name] = v.trim();
   }
   checkSettings({ ...localAppSettings, ...settings });
-  return { ports, dataDir: resolve(cwd, dataDir), inMemory, logMode, settings };
+  const resolvedDataDir = resolve(cwd, dataDir);
+  if (!traces) return { ports, dataDir: resolvedDataDir, inMemory, logMode, settings };
+  const telemetryFile = join(resolvedDataDir, telemetryFileName);
+  settings[telemetrySettingNames.file] = telemetryFile;
+  settings[telemetrySettingNames.metricsIntervalMs] = String(localMetricsIntervalMs);
+  return { ports, dataDir: resolvedDataDir, inMemory, logMode, settings, telemetryFile };
 }
 
 /** Fails with the setting's name before anything starts (the host would fail later, less clearly). */

@@ -7,6 +7,7 @@ import type { LogSink } from './logger.js';
 import { applyPlatformAuth, type LocalOperator } from './platformAuth.js';
 import { comparePrecedence, matchRoute, parseRouteTemplate, type RouteTemplate } from './routeTemplate.js';
 import type { RpcHttpCookie, RpcHttpData, RpcTypedData } from './rpc.js';
+import { httpTraceContext } from './traceContext.js';
 
 /** Azure's default limit on request bodies (100 MB), unless FUNCTIONS_REQUEST_BODY_SIZE_LIMIT says otherwise. */
 export const defaultMaxRequestBodyBytes = 100 * 1024 * 1024;
@@ -272,6 +273,7 @@ export class HttpTriggerHost {
     try {
       const { response } = await this.invoker.invoke(route.fn, {
         data: { http: httpData },
+        traceContext: httpTraceContext(req.headers),
         reason: `This function was programmatically called via the host APIs.`,
       });
       const output =
@@ -308,6 +310,7 @@ export class HttpTriggerHost {
     const invocation = this.invoker.invoke(route.fn, {
       data: { http: { method: req.method, url: url.toString() } },
       triggerMetadata,
+      traceContext: httpTraceContext(req.headers),
       reason: 'This function was programmatically called via the host APIs.',
       onInvocationId: (invocationId) => {
         const forward = http.request({

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { FunctionRegistry, RegisteredFunction } from './coreApi.js';
+import { timerTraceContext, type RpcTraceContext } from './traceContext.js';
 import type { LogSink } from './logger.js';
 import type { OutputBindings } from './outputBindings.js';
 import type {
@@ -26,6 +27,8 @@ export interface TriggerInput {
   onInvocationId?: (invocationId: string) => void;
   /** Set when the function has a retry policy: which attempt this is (`context.retryContext`). */
   retryContext?: RpcRetryContext;
+  /** The W3C trace context the invocation continues (`context.traceContext`); a new trace when absent. */
+  traceContext?: RpcTraceContext;
 }
 
 /** The worker protocol's RetryContext, as the library reads it into `context.retryContext`. */
@@ -124,6 +127,7 @@ export class Invoker {
       functionId: functionName,
       inputData,
       triggerMetadata: input.triggerMetadata ?? {},
+      traceContext: input.traceContext ?? timerTraceContext(),
       ...(input.retryContext ? { retryContext: input.retryContext } : {}),
     };
     const log = this.log;

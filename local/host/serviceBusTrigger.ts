@@ -8,6 +8,7 @@ import { InvocationError, type Invoker } from './invoker.js';
 import type { LogSink } from './logger.js';
 import type { RpcTypedData } from './rpc.js';
 import type { HostJson } from './settings.js';
+import { messageTraceContext } from './traceContext.js';
 
 export interface ServiceBusTriggerConfig {
   fn: RegisteredFunction;
@@ -298,6 +299,7 @@ export class ServiceBusTrigger {
         await this.invoker.invoke(this.config.fn, {
           data: toTriggerData(message, this.config.binary),
           triggerMetadata: toTriggerMetadata(message),
+          traceContext: messageTraceContext(message.applicationProperties),
           reason: `(null)MessageReceiver='${describeEntity(this.config.entity)}', MessageId=${String(message.messageId)}, DeliveryCount=${deliveryCountOf(message)}`,
         });
       } catch (err) {

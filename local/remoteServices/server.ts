@@ -44,6 +44,8 @@ export interface RunningRemoteService {
   url: string;
   port: number;
   ledger(): LedgerSnapshot;
+  /** The W3C `traceparent` of each call received (the last 1,000), for checking propagation. */
+  traceParents(): ReadonlyArray<{ operation: string; idempotencyKey: string; traceParent: string | null }>;
   setFaults(faults: FaultSettings): void;
   stop(): Promise<void>;
 }
@@ -68,6 +70,7 @@ interface Reply {
 }
 
 export async function startRemoteService(options: RemoteServiceOptions): Promise<RunningRemoteService> {
+  const received: Array<{ operation: string; idempotencyKey: string; traceParent: string | null }> = [];
   const { name } = options;
   if (!remoteServiceNames.includes(name)) throw new Error(`unknown remote service: ${String(name)}`);
   const operations = remoteOperations[name];
@@ -155,6 +158,13 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
         'every call needs a key',
       );
     }
+    const traceParent = req.headers['traceparent'];
+    received.push({
+      operation,
+      idempotencyKey: key,
+      traceParent: typeof traceParent === 'string' ? traceParent : null,
+    });
+    if (received.length > 1000) received.shift();
     const compensation = isCompensation(operation);
     const order: OrderRequest & { originalIdempotencyKey?: string } = compensation
       ? parse(compensationRequestSchema, body)
@@ -353,6 +363,7 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
     url,
     port,
     ledger: () => ledger.snapshot(),
+    traceParents: () => [...received],
     setFaults,
     stop: async () => {
       lifetime.abort();

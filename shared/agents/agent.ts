@@ -18,6 +18,8 @@ import { queues } from '../messaging/entities.js';
 import type { MessageBus } from '../messaging/bus.js';
 import { rejectPoison } from '../messaging/poison.js';
 import { logger } from '../observability/logger.js';
+import { recordRemoteFailure, recordStepCall } from '../observability/orderMetrics.js';
+import { annotate, inSpan, orderAttributes, SpanKind } from '../observability/tracing.js';
 import {
   callRemoteService,
   type RemoteCallPolicyOptions,
@@ -69,6 +71,14 @@ export async function handleAgentRequest(
   const parsed = parseMessage(agentRequestSchema, body);
   if (!parsed.ok) return rejectPoison(deps.bus, queueName, context, parsed, deps.clock.now(), baseLog);
   const request = parsed.value;
+  const fields = {
+    orderId: request.orderId,
+    step: request.step,
+    attempt: request.attempt,
+    kind: request.kind,
+    run: request.run,
+  };
+  annotate(fields);
   const log = baseLog.with({
     orderId: request.orderId,
     step: request.step,
@@ -82,7 +92,9 @@ export async function handleAgentRequest(
     recentCalls.get(queueName) ?? [],
     deps.stepTimeoutSeconds !== undefined ? deps.stepTimeoutSeconds * 1000 : undefined,
   );
+  const service = deps.service ?? queueName;
   if (reportsNotStarted(deps.clock.now(), completeBy, deliveryCount, margin)) {
+    annotate({ outcome: 'not-started' });
     log.warn('the request waited past the time it could start; reporting it not started', {
       completeBy: request.completeBy,
       marginMs: margin,
@@ -91,26 +103,51 @@ export async function handleAgentRequest(
   }
   if (deps.clock.now().getTime() >= completeBy.getTime()) {
     log.warn('complete-by passed before a redelivered request started; stopping silently');
+    annotate({ outcome: 'silent' });
     return;
   }
 
   // Wall time: how long a call takes here, queueing for this process's CPU included.
   const started = Date.now();
-  const result = await callRemoteService(
+  const result = await inSpan(
+    `${service} ${request.action}`,
     {
-      baseUrl: deps.serviceUrl,
-      operation: request.action,
-      body: request.payload,
-      idempotencyKey: request.idempotencyKey,
-      completeBy,
-      reportBy: reportByFor(deps.clock.now(), completeBy),
-      signal: deps.signal,
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': 'POST',
+        'url.full': `${deps.serviceUrl.replace(/\/+$/, '')}/${request.action}`,
+        'peer.service': service,
+        ...orderAttributes(fields),
+      },
     },
-    deps.callPolicy,
-    deps.clock,
+    async (span) => {
+      const r = await callRemoteService(
+        {
+          baseUrl: deps.serviceUrl,
+          operation: request.action,
+          body: request.payload,
+          idempotencyKey: request.idempotencyKey,
+          completeBy,
+          reportBy: reportByFor(deps.clock.now(), completeBy),
+          signal: deps.signal,
+        },
+        deps.callPolicy,
+        deps.clock,
+      );
+      const status = r.outcome === 'deadline-passed' ? r.lastStatus : r.status;
+      span.setAttributes({
+        'order.remote.attempts': r.attempts,
+        'order.outcome': r.outcome,
+        ...(status !== undefined ? { 'http.response.status_code': status } : {}),
+      });
+      return r;
+    },
   );
   const verdict = verdictOf(deps.refusals, result);
-  const service = deps.service ?? queueName;
+  recordStepCall(request.step, result.outcome, Date.now() - started);
+  if (verdict.kind === 'stalled') recordRemoteFailure(service, 'operational');
+  else if (result.outcome === 'failed-permanently') recordRemoteFailure(service, 'refusal');
+  annotate({ outcome: verdict.kind === 'answered' ? result.outcome : verdict.kind });
   // The reply first, and health bookkeeping (a shared table row) in the background: it must never
   // push a reply past complete-by nor hold the invocation's slot.
   try {

@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../domain/clock.js';
 import { loadCockatiel, type Cockatiel } from './cockatiel.js';
 import { breakerFor, normalizeBaseUrl } from './circuitBreakers.js';
+import { injectTraceHeaders } from '../observability/tracing.js';
 import {
   InterruptedAttemptError,
   StopCallingError,
@@ -198,11 +199,12 @@ export async function callRemoteService(
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: {
+        // traceparent: the remote service's own telemetry joins the order's trace.
+        headers: injectTraceHeaders({
           'content-type': 'application/json',
           accept: 'application/json, application/problem+json',
           'idempotency-key': request.idempotencyKey,
-        },
+        }),
         body: payload,
         signal,
       });

@@ -8,6 +8,7 @@ import {
 } from '../domain/index.js';
 import { OrderNotFound, type StoredOrder } from '../stateStore/index.js';
 import type { Dependencies } from './ports.js';
+import { recordTransition } from '../observability/orderMetrics.js';
 
 export type ApplyResult =
   | { kind: 'applied'; before: StoredOrder; state: OrderState; commands: Command[] }
@@ -38,6 +39,7 @@ export async function applyEvent(
       if (why !== undefined) throw new Skip(why);
       return decide(deps.workflow, current.state, event, now, deps.policy);
     });
+    recordTransition(seen!.state, event, decision.state, decision.commands);
     return { kind: 'applied', before: seen!, state: decision.state, commands: decision.commands };
   } catch (e) {
     if (e instanceof OrderNotFound) return { kind: 'not-found' };

@@ -24,6 +24,6 @@ export interface Dependencies {
    * oldest waiting message is older than `limitSeconds`. Without it the door is always open.
    */
   door?: { limitSeconds: number; intake: IntakeGauge };
-  /** The dead-letter queues, for the operator's dead-letter routes. */
+  /** The dead-letter queues: the operator's dead-letter routes, and the Supervisor's `deadletters` gauge. */
   deadLetters?: DeadLetterQueues;
 }

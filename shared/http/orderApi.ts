@@ -15,6 +15,8 @@ import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
+import { recordSubmitted } from '../observability/orderMetrics.js';
+import { annotate, currentTraceParent, stateFields } from '../observability/tracing.js';
 import { callerScope } from '../orders/callerScope.js';
 import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
 import { orderSummary, orderView } from '../orders/orderView.js';
@@ -142,12 +144,15 @@ export async function submitOrder(
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
   const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
+  annotate(stateFields(decision.state));
   try {
-    await deps.store.submit(order, decision.state);
+    await deps.store.submit(order, decision.state, currentTraceParent());
   } catch (e) {
     if (!(e instanceof OrderAlreadyExists)) throw e;
     return replayedSubmission(deps, request, order, log);
   }
+  recordSubmitted();
+  annotate({ outcome: decision.state.processState });
   log.info('order recorded', { processState: decision.state.processState });
   await sendAfterWrite(() => carryOut(deps, decision.commands, order, now, log), log);
   return accepted(request, decision.state);

@@ -7,6 +7,7 @@ import {
 } from '@azure/service-bus';
 import { DefaultAzureCredential } from '@azure/identity';
 import type { ServiceBusConnection } from '../config/settings.js';
+import { messageTraceProperties } from '../observability/tracing.js';
 
 /** One message to send: the body is JSON; the id is deterministic so duplicates are absorbed. */
 export interface OutgoingMessage {
@@ -65,7 +66,11 @@ function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {
   if (m.correlationId !== undefined) message.correlationId = m.correlationId;
   if (m.timeToLiveMs !== undefined) message.timeToLive = Math.max(1000, Math.floor(m.timeToLiveMs));
   if (m.scheduledEnqueueTime !== undefined) message.scheduledEnqueueTimeUtc = m.scheduledEnqueueTime;
-  if (m.applicationProperties !== undefined) message.applicationProperties = m.applicationProperties;
+  // The sender's span travels with the message: the receiving host reads Diagnostic-Id into the
+  // invocation's trace context. Empty when nothing is traced.
+  const traced = messageTraceProperties();
+  if (m.applicationProperties !== undefined || traced['Diagnostic-Id'] !== undefined)
+    message.applicationProperties = { ...traced, ...m.applicationProperties };
   return message;
 }
 

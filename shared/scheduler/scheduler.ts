@@ -14,6 +14,7 @@ import {
 import { queues } from '../messaging/entities.js';
 import { rejectPoison } from '../messaging/poison.js';
 import { logger, type Logger } from '../observability/logger.js';
+import { annotate, stateFields } from '../observability/tracing.js';
 
 /**
  * The Scheduler. It claims a Pending order (ETag-guarded: LockedBy = this invocation, a new
@@ -37,6 +38,7 @@ export async function handleSchedulerMessage(
     return rejectPoison(deps.bus, queues.scheduler, context, parsed, deps.clock.now(), baseLog);
   }
   const message = parsed.value;
+  annotate({ orderId: message.orderId, ...(message.type === 'agent-reply' ? replyFields(message) : {}) });
   const log = baseLog.with({ orderId: message.orderId });
   const messageId = context.triggerMetadata?.messageId;
   const result =
@@ -66,6 +68,20 @@ function replyEvent(reply: AgentReplyMessage): OrderEvent {
     : { type: 'CompensationFailed', step, run, attempt, error };
 }
 
+/** The invocation's span says what it did to the order: the state it left, or why nothing changed. */
+function annotateResult(result: ApplyResult): void {
+  if (result.kind === 'not-found') return annotate({ outcome: 'not-found' });
+  const stored = result.kind === 'applied' ? result.before : result.current;
+  const state = result.kind === 'applied' ? result.state : result.current.state;
+  annotate({
+    ...stateFields(stored.state),
+    ...(result.kind === 'applied' && result.before.state.processState === 'Pending'
+      ? outstandingStep(state)
+      : {}),
+    outcome: result.kind === 'applied' ? state.processState : result.kind,
+  });
+}
+
 function replyFields(reply: AgentReplyMessage) {
   return {
     step: reply.step,
@@ -90,6 +106,7 @@ function notBeforeBackoff(state: OrderState, now: Date, messageId: string | unde
 }
 
 async function settle(deps: Dependencies, message: SchedulerMessage, result: ApplyResult, log: Logger) {
+  annotateResult(result);
   switch (result.kind) {
     case 'not-found':
       // Submission writes before it sends, so this names no order we ever acknowledged.

@@ -153,6 +153,26 @@ export class InFlightIndex {
     return result;
   }
 
+  /**
+   * How many orders are in flight and since when the oldest has been: one read of every index row
+   * (O(in flight), two small columns). A finished order's own write removes its row, so the count
+   * includes a finished order only until the sweep repairs a row that write could not remove.
+   */
+  async summary(): Promise<{ count: number; oldestPutAt: Date | undefined }> {
+    let count = 0;
+    let oldest: number | undefined;
+    const rows = this.table.listEntities<Record<string, unknown>>({
+      queryOptions: { filter: odata`PartitionKey ne ${cursorRow.partitionKey}`, select: ['PutAt'] },
+    });
+    for await (const row of rows) {
+      count += 1;
+      this.metrics.entitiesRead += 1;
+      const putAt = row.PutAt instanceof Date ? row.PutAt.getTime() : undefined;
+      if (putAt !== undefined && (oldest === undefined || putAt < oldest)) oldest = putAt;
+    }
+    return { count, oldestPutAt: oldest === undefined ? undefined : new Date(oldest) };
+  }
+
   private async resolve(row: IndexRow, now: Date): Promise<SweepCandidate | 'removed' | 'deferred' | 'kept'> {
     const orderId = row.rowKey;
     const state = await this.getStateRow(orderId);

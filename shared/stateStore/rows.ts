@@ -25,7 +25,7 @@ function compact(entity: Props): Props {
   return out;
 }
 
-export function orderToRow(order: Order, workflow: string): TableEntity<Props> {
+export function orderToRow(order: Order, workflow: string, traceParent?: string): TableEntity<Props> {
   return {
     partitionKey: order.orderId,
     rowKey: orderRowKey,
@@ -36,6 +36,7 @@ export function orderToRow(order: Order, workflow: string): TableEntity<Props> {
       ShippingAddress: JSON.stringify(order.shippingAddress),
       RequestHash: order.requestHash,
       CreatedAt: order.createdAt,
+      TraceParent: traceParent,
     }),
   };
 }

@@ -33,6 +33,11 @@ export interface StoredOrder {
   state: OrderState;
   /** `index`: the ETag of the in-flight index row as this order's last put wrote it. */
   etags: { state: string; steps: Record<string, string>; index?: string };
+  /**
+   * The submission's W3C traceparent (order row, written once): a later hop with no live trace
+   * context, like the Supervisor's retry, continues the order's trace from it.
+   */
+  traceParent?: string;
 }
 
 /** The process-state row alone (no steps): what listings return. */
@@ -109,7 +114,7 @@ export class StateStore {
    * step rows in one transaction. An existing orderId throws OrderAlreadyExists with its stored
    * request hash; nothing is overwritten.
    */
-  async submit(order: Order, initial: OrderState): Promise<StoredOrder> {
+  async submit(order: Order, initial: OrderState, traceParent?: string): Promise<StoredOrder> {
     assertOrderId(order.orderId);
     if (initial.orderId !== order.orderId) throw new Error('order and state name different orders');
     if (isTerminal(initial.processState)) throw new Error('a new order cannot start terminal');
@@ -119,7 +124,7 @@ export class StateStore {
       initial.updatedAt,
     );
     const actions: TransactionAction[] = [
-      ['create', orderToRow(order, initial.workflow)],
+      ['create', orderToRow(order, initial.workflow, traceParent)],
       ['create', withIndexEtag(stateToRow(initial), indexEtag)],
       ...initial.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];
@@ -142,6 +147,7 @@ export class StateStore {
         steps: Object.fromEntries(initial.steps.map((st, i) => [st.name, etag(i + 2)])),
         ...(indexEtag !== undefined ? { index: indexEtag } : {}),
       },
+      ...(traceParent !== undefined ? { traceParent } : {}),
     };
   }
 
@@ -168,6 +174,7 @@ export class StateStore {
         steps: Object.fromEntries(stepRows.map((r) => [rowToStep(r).name, r.etag])),
         ...(typeof stateRow.IndexETag === 'string' ? { index: stateRow.IndexETag } : {}),
       },
+      ...(typeof orderRow.TraceParent === 'string' ? { traceParent: orderRow.TraceParent } : {}),
     };
   }
 
@@ -217,6 +224,7 @@ export class StateStore {
       order: current.order,
       state: next,
       etags: { state: etag(0), steps: stepEtags, ...(indexEtag !== undefined ? { index: indexEtag } : {}) },
+      ...(current.traceParent !== undefined ? { traceParent: current.traceParent } : {}),
     };
 
     // The second put changes the row's ETag: the state row's copy is then stale, and the

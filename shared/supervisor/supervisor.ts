@@ -1,12 +1,23 @@
 import type { InvocationContext } from '@azure/functions';
 import { awaitsNotStarted, outstandingRequest, outstandingStep, type QueueView } from '../domain/index.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
+import { deadLetterSourceList } from '../messaging/deadLetters.js';
 import { queues } from '../messaging/entities.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
+import { recordDeadLetters, recordInFlight } from '../observability/orderMetrics.js';
+import { activeTelemetry } from '../observability/telemetry.js';
+import {
+  annotate,
+  inSpan,
+  linkToActive,
+  orderAttributes,
+  parentFrom,
+  stateFields,
+} from '../observability/tracing.js';
 
 /**
  * The Supervisor. It only looks for orders whose CompleteBy has passed and asks for them to be
@@ -137,6 +148,34 @@ async function queueViews(deps: Dependencies, log: Logger) {
   return { agents, scheduler };
 }
 
+/** When this process last sampled the gauges (wall time). */
+let gaugesSampledAt = Number.NEGATIVE_INFINITY;
+
+/**
+ * In-flight count, oldest in-flight age and dead letters per entity, sampled by the sweep when
+ * metrics are exported, and no more often than they are exported.
+ */
+async function recordGauges(deps: Dependencies, log: Logger): Promise<void> {
+  const telemetry = activeTelemetry();
+  if (!telemetry.enabled || Date.now() - gaugesSampledAt < telemetry.metricsIntervalMs) return;
+  gaugesSampledAt = Date.now();
+  try {
+    const { count, oldestPutAt } = await deps.store.index.summary();
+    const age = oldestPutAt ? Math.max(0, (deps.clock.now().getTime() - oldestPutAt.getTime()) / 1000) : 0;
+    recordInFlight(count, Math.round(age));
+  } catch (e) {
+    log.warn('could not count in-flight orders for the metrics', { error: (e as Error).message });
+  }
+  if (!deps.deadLetters) return;
+  try {
+    for (const source of deadLetterSourceList) {
+      recordDeadLetters(source.name, (await deps.deadLetters.count(source)).count);
+    }
+  } catch (e) {
+    log.warn('could not count dead letters for the metrics', { error: (e as Error).message });
+  }
+}
+
 export interface SupervisorOptions {
   /** Orders acted on at once. */
   concurrency?: number;
@@ -193,6 +232,7 @@ export async function runSupervisor(
     return awaitsNotStarted(request.messageId, views.agents.get(request.agentQueue), views.scheduler);
   };
   const queue = due.map((c) => c.orderId);
+  const sweepLink = linkToActive({ 'order.link': 'supervisor-sweep' });
   const worker = async () => {
     for (let orderId = queue.shift(); orderId !== undefined; orderId = queue.shift()) {
       try {
@@ -207,6 +247,7 @@ export async function runSupervisor(
           continue;
         }
         const { state } = result;
+        const startedAt = deps.clock.now();
         if (state.processState === 'Pending') report.retried += 1;
         else report.gaveUp += 1;
         log.warn(
@@ -220,12 +261,28 @@ export async function runSupervisor(
             scheduledFor: state.scheduledFor?.toISOString(),
           },
         );
-        await carryOut(
-          deps,
-          withOperatorAlert(result.commands, state),
-          result.before.order,
-          deps.clock.now(),
-          log.with({ orderId }),
+        // The retry or the undo belongs to the order's trace (from its submission), linked to
+        // this sweep; the messages sent here carry it to the Scheduler and the Agents.
+        await inSpan(
+          'supervisor timeout',
+          {
+            links: sweepLink,
+            startTime: startedAt,
+            attributes: orderAttributes({
+              ...stateFields(result.before.state),
+              ...outstandingStep(result.before.state),
+              outcome: state.processState,
+            }),
+          },
+          () =>
+            carryOut(
+              deps,
+              withOperatorAlert(result.commands, state),
+              result.before.order,
+              deps.clock.now(),
+              log.with({ orderId }),
+            ),
+          parentFrom({ traceParent: result.before.traceParent }),
         );
       } catch (e) {
         // One bad order must not stop the sweep; the next sweep sees it again.
@@ -244,5 +301,7 @@ export async function runSupervisor(
     log.error('index reconcile failed', { error: (e as Error).message });
   }
   if (report.candidates > 0 || report.failed > 0) log.info('sweep done', { ...report });
+  annotate({ outcome: `retried ${report.retried}, gave up ${report.gaveUp}, postponed ${report.postponed}` });
+  await recordGauges(deps, log);
   return report;
 }

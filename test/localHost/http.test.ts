@@ -47,6 +47,22 @@ describe('local host: HTTP triggers', () => {
     assert.equal(wrongCode.status, 401);
   });
 
+  it("hands the handler the request's traceparent as its trace context, else a new trace", async () => {
+    const traceParent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const traced = await fetch(`${host.baseUrl}/orders/7`, {
+      headers: { 'x-functions-key': 'test-key-123', traceparent: traceParent, tracestate: 'k=v' },
+    });
+    const tracedBody = (await traced.json()) as { traceContext: { traceParent: string; traceState: string } };
+    assert.equal(tracedBody.traceContext.traceParent, traceParent);
+    assert.equal(tracedBody.traceContext.traceState, 'k=v');
+    const untraced = await fetch(`${host.baseUrl}/orders/7`, {
+      headers: { 'x-functions-key': 'test-key-123', traceparent: '00-zz-bad-01' },
+    });
+    const fresh = ((await untraced.json()) as { traceContext: { traceParent: string } }).traceContext
+      .traceParent;
+    assert.match(fresh, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  });
+
   it('accepts the key in the x-functions-key header and in the code query parameter', async () => {
     const viaHeader = await fetch(`${host.baseUrl}/orders/7?x=1`, {
       headers: { 'x-functions-key': 'test-key-123', 'x-custom': 'yes' },

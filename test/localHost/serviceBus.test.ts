@@ -146,6 +146,30 @@ describe('local host: Service Bus triggers against the emulator', { skip }, () =
     assert.deepEqual(meta.applicationProperties, { kind: 'probe', attempt: 2 });
   });
 
+  it("hands the handler the message's Diagnostic-Id as its trace context, else a new trace", async () => {
+    const traceParent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const sender = client.createSender('work');
+    await sender.sendMessages([
+      {
+        body: { id: 'trace-1' },
+        messageId: 'trace-1',
+        applicationProperties: { 'Diagnostic-Id': traceParent },
+      },
+      {
+        body: { id: 'trace-2' },
+        messageId: 'trace-2',
+        applicationProperties: { 'Diagnostic-Id': 'garbage' },
+      },
+    ]);
+    await sender.close();
+    const traced = await waitFor('the traced message', () => runsOf('trace-1')[0]);
+    assert.deepEqual(traced.traceContext, { traceParent, traceState: '', attributes: {} });
+    const untraced = await waitFor('the untraced message', () => runsOf('trace-2')[0]);
+    const fresh = (untraced.traceContext as { traceParent: string }).traceParent;
+    assert.match(fresh, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    assert.notEqual(fresh.split('-')[1], traceParent.split('-')[1]);
+  });
+
   it('completes a message whose handler succeeds: it is never delivered again', async () => {
     const sender = client.createSender('work');
     await sender.sendMessages({ body: { id: 'ok-1' }, messageId: 'ok-1' });

@@ -175,3 +175,18 @@ test('the index row goes after a terminal write and comes back on resubmit', asy
   assert.equal(await store.index.has(e.state.orderId), true);
   assert.deepEqual((await store.load(e.state.orderId))!.state, e.state);
 });
+
+test("the submission's traceparent is kept with the order and survives every transition", async () => {
+  const orderId = randomUUID();
+  const traceParent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+  const d = decide(orderWorkflow, null, { type: 'Submit', orderId }, t0, policy);
+  await store.submit(newOrder(orderId), d.state, traceParent);
+  const claimed = await store.applyWithRetry(orderId, (current) =>
+    decide(orderWorkflow, current.state, { type: 'Claim', by: 'inv-1' }, at(1), policy),
+  );
+  assert.equal(claimed.stored.traceParent, traceParent);
+  assert.equal((await store.load(orderId))?.traceParent, traceParent);
+  // An order submitted without tracing has none.
+  const untraced = await submitNew(store);
+  assert.equal((await store.load(untraced.state.orderId))?.traceParent, undefined);
+});
