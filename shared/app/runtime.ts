@@ -1,4 +1,4 @@
-import { makePolicy, orderWorkflow, systemClock } from '../domain/index.js';
+import { makePolicy, orderWorkflowVersions, systemClock } from '../domain/index.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
@@ -46,7 +46,7 @@ async function create(s: Settings): Promise<Dependencies> {
     agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),
     clock: systemClock,
     policy: policyFrom(s),
-    workflow: orderWorkflow,
+    workflows: orderWorkflowVersions,
     statusEvents: s.statusEvents,
   };
 }

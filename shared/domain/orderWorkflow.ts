@@ -1,6 +1,7 @@
 import { queues } from '../messaging/entities.js';
 import type { RefusalDeclaration } from './refusals.js';
 import { defineWorkflow } from './workflow.js';
+import { workflowVersions } from './workflowVersions.js';
 
 /**
  * How an order is processed: reserve stock, take payment, ship. If the order has to be undone,
@@ -8,6 +9,7 @@ import { defineWorkflow } from './workflow.js';
  */
 export const orderWorkflow = defineWorkflow({
   name: 'order',
+  version: 1,
   steps: [
     { name: 'inventory', agent: queues.inventoryAgent, action: 'reserve', compensation: 'release' },
     { name: 'payment', agent: queues.paymentAgent, action: 'charge', compensation: 'refund' },
@@ -19,6 +21,12 @@ export const orderWorkflow = defineWorkflow({
     },
   ],
 });
+
+/**
+ * The versions this app holds. A changed process is added as `version: 2` next to version 1, and
+ * version 1 is removed once no order on it is in flight (docs/architecture.md).
+ */
+export const orderWorkflowVersions = workflowVersions(orderWorkflow);
 
 /**
  * The answers each step's service gives for a business "no" (see refusals.ts): the demo

@@ -14,10 +14,21 @@ export interface StepDefinition {
   readonly compensation: string | null;
 }
 
+/**
+ * One version of a workflow. An order is pinned to the version it started on (its state row
+ * records name and version) and finishes, compensates or is resubmitted on that version, even
+ * after a newer one is deployed. A changed process is a new version, never an edit of a
+ * deployed one: `order@1` keeps its steps for as long as orders on it are in flight.
+ */
 export interface Workflow {
   readonly name: string;
+  /** 1, 2, ...: the number orders record (a row written before versions existed is version 1). */
+  readonly version: number;
   readonly steps: readonly StepDefinition[];
 }
+
+/** A workflow as written: the version may be left out for the first one. */
+export type WorkflowDefinition = Omit<Workflow, 'version'> & { readonly version?: number };
 
 const stepName = /^[a-z][a-z0-9-]{0,31}$/;
 const actionName = /^[a-z][a-z0-9-]{0,63}$/;
@@ -30,8 +41,12 @@ export class InvalidWorkflow extends Error {
 }
 
 /** Checks a definition once, at module load, so a typo fails at start-up rather than mid-order. */
-export function defineWorkflow(definition: Workflow): Workflow {
+export function defineWorkflow(definition: WorkflowDefinition): Workflow {
   if (!stepName.test(definition.name)) throw new InvalidWorkflow(`bad workflow name "${definition.name}"`);
+  const version = definition.version ?? 1;
+  if (!Number.isInteger(version) || version < 1) {
+    throw new InvalidWorkflow(`workflow ${definition.name}: version must be an integer >= 1`);
+  }
   if (definition.steps.length === 0) throw new InvalidWorkflow(`workflow ${definition.name} has no steps`);
   const seen = new Set<string>();
   for (const step of definition.steps) {
@@ -46,10 +61,17 @@ export function defineWorkflow(definition: Workflow): Workflow {
   }
   return Object.freeze({
     name: definition.name,
+    version,
     steps: Object.freeze(definition.steps.map((s) => Object.freeze({ ...s }))),
   });
 }
 
-export function stepIndex(workflow: Workflow, name: string): number {
-  return workflow.steps.findIndex((s) => s.name === name);
+/** `order@2`: how logs, alerts and docs name a version. */
+export function workflowLabel(w: { name: string; version: number }): string {
+  return `${w.name}@${w.version}`;
+}
+
+/** A step's declaration, found by name: steps are never matched by position. */
+export function stepDefinition(workflow: Workflow, name: string): StepDefinition | undefined {
+  return workflow.steps.find((s) => s.name === name);
 }

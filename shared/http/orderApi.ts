@@ -138,7 +138,7 @@ export async function submitOrder(
     // that a first submission writes before its transaction).
     return replayedSubmission(deps, request, order, log, recorded);
   }
-  const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
+  const decision = decide(deps.workflows, null, { type: 'Submit', orderId }, now, deps.policy);
   try {
     await deps.store.submit(order, decision.state);
   } catch (e) {
@@ -174,7 +174,7 @@ async function replayedSubmission(
   if (existing.state.processState === 'Pending') {
     // The first request may have died between its write and its message: send it again.
     const now = deps.clock.now();
-    const commands = outstandingCommands(deps.workflow, existing.state, now);
+    const commands = outstandingCommands(deps.workflows, existing.state, now);
     await sendAfterWrite(() => carryOut(deps, commands, existing.order, now, log), log);
   }
   return accepted(request, existing.state);

@@ -119,7 +119,7 @@ export class StateStore {
       initial.updatedAt,
     );
     const actions: TransactionAction[] = [
-      ['create', orderToRow(order, initial.workflow)],
+      ['create', orderToRow(order, { name: initial.workflow, version: initial.workflowVersion })],
       ['create', withIndexEtag(stateToRow(initial), indexEtag)],
       ...initial.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];

@@ -4,7 +4,6 @@ import type { QueueBacklog } from '../messaging/backlog.js';
 import { queues } from '../messaging/entities.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
-import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
 
@@ -124,7 +123,7 @@ async function viewOf(
 async function queueViews(deps: Dependencies, log: Logger) {
   const agents = new Map<string, QueueView>();
   if (deps.agentBacklog) {
-    const names = [...new Set(deps.workflow.steps.map((s) => s.agent))];
+    const names = [...new Set(deps.workflows.all.flatMap((w) => w.steps.map((s) => s.agent)))];
     const views = await Promise.all(names.map((q) => viewOf(deps, q, deps.agentBacklog!(q), log)));
     names.forEach((q, i) => {
       const v = views[i];
@@ -188,7 +187,7 @@ export async function runSupervisor(
   const awaitsAgent = async (orderId: string): Promise<boolean> => {
     if (views.agents.size === 0) return false;
     const stored = await deps.store.load(orderId);
-    const request = stored && outstandingRequest(deps.workflow, stored.state);
+    const request = stored && outstandingRequest(deps.workflows, stored.state);
     if (!request) return false;
     return awaitsNotStarted(request.messageId, views.agents.get(request.agentQueue), views.scheduler);
   };
@@ -220,13 +219,7 @@ export async function runSupervisor(
             scheduledFor: state.scheduledFor?.toISOString(),
           },
         );
-        await carryOut(
-          deps,
-          withOperatorAlert(result.commands, state),
-          result.before.order,
-          deps.clock.now(),
-          log.with({ orderId }),
-        );
+        await carryOut(deps, result.commands, result.before.order, deps.clock.now(), log.with({ orderId }));
       } catch (e) {
         // One bad order must not stop the sweep; the next sweep sees it again.
         report.failed += 1;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
-import { defineWorkflow, orderWorkflow } from '../../shared/domain/index.js';
+import { defineWorkflow, orderWorkflow, workflowVersions } from '../../shared/domain/index.js';
 import { queues } from '../../shared/messaging/entities.js';
 import {
   context,
@@ -21,7 +21,11 @@ import {
 const v2Definition = {
   name: 'order',
   version: 2,
-  steps: [...orderWorkflow.steps.slice(0, 2), { ...orderWorkflow.steps[1], name: 'deposit' }, orderWorkflow.steps[2]],
+  steps: [
+    ...orderWorkflow.steps.slice(0, 2),
+    { ...orderWorkflow.steps[1], name: 'deposit' },
+    orderWorkflow.steps[2],
+  ],
 };
 const v2 = defineWorkflow(v2Definition);
 
@@ -41,7 +45,7 @@ describe('an order whose workflow version the app no longer has', () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);
     await deliver(deps, processOrder(orderId));
-    const redeployed: TestDeps = { ...deps, workflow: v2 };
+    const redeployed: TestDeps = { ...deps, workflows: workflowVersions(v2) };
     deps.clock.advanceSeconds(61);
     const first = await runSupervisor(redeployed, context('supervisor'));
     assert.equal(first.alreadyMoved, 0, JSON.stringify(first));
@@ -59,7 +63,7 @@ describe('an order whose workflow version the app no longer has', () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);
     await deliver(deps, processOrder(orderId));
-    const redeployed: TestDeps = { ...deps, workflow: v2 };
+    const redeployed: TestDeps = { ...deps, workflows: workflowVersions(v2) };
     await deliver(redeployed, reply(orderId, 'inventory', 1, 'succeeded'));
     const { state } = await load(deps, orderId);
     assert.equal(state.processState, 'Error');
