@@ -125,6 +125,13 @@ function retired(workflows: Workflows, state: OrderState, event: OrderEvent, now
   }
   const s = structuredClone(state);
   const at = outstandingStepName(s);
+  // What was in flight stays in doubt, recorded as such: an action without its reply (TimedOut),
+  // an undo without its reply (CompensationFailed). Nothing more is sent for either.
+  for (const st of s.steps) {
+    if (st.status === 'Running') st.status = 'TimedOut';
+    else if (st.status === 'Compensating') st.status = 'CompensationFailed';
+    st.completeBy = null;
+  }
   s.processState = 'Error';
   s.lockedBy = null;
   s.completeBy = null;
