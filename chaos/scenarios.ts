@@ -182,6 +182,8 @@ interface Deployments {
   strandedInFlightAtRemoval: number;
 }
 const deployments = new WeakMap<ChaosContext, Deployments>();
+/** Where v1 orders must be, at least one each, when the first replacement lands. */
+const everySpot = ['Processing:inventory', 'Processing:payment', 'Processing:shipping', 'Compensating'];
 
 /** Replaces the only host with one that holds `versions` (SIGTERM, then start): a deployment. */
 async function deploy(ctx: ChaosContext, versions: string): Promise<void> {
@@ -193,8 +195,9 @@ async function deploy(ctx: ChaosContext, versions: string): Promise<void> {
 /** Where each order stands: its state, and the step it is at (do or undo). */
 async function spread(ctx: ChaosContext, orderIds: string[]): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const orderId of orderIds) {
-    const state = (await ctx.store.load(orderId))?.state;
+  const loaded = await Promise.all(orderIds.map((id) => ctx.store.load(id).catch(() => undefined)));
+  for (const stored of loaded) {
+    const state = stored?.state;
     if (!state) continue;
     const at = state.steps.find((st) => ['Running', 'TimedOut', 'Compensating'].includes(st.status));
     const key = at ? `${state.processState}:${at.name}` : state.processState;
@@ -287,7 +290,8 @@ export const scenarios: Scenario[] = [
     quick: false,
     // The third part strands orders on a removed version on purpose: those, and only those, end in Error.
     recoverable: false,
-    settings: { [versionsVariable]: '1' },
+    // Calls of 2 s (10 s to complete): orders dwell at each step long enough to be caught there.
+    settings: { [versionsVariable]: '1', STEP_TIMEOUT_SECONDS: '10' },
     appRoot: () => writeVersionedAppRoot(repoRoot),
     // Four host replacements, and v2 has a fourth step.
     outageSeconds: 30,
@@ -306,22 +310,35 @@ export const scenarios: Scenario[] = [
       };
       deployments.set(ctx, d);
       const profiles = [
-        slowAll(700),
+        slowAll(2000),
         [
-          faultSku('inventory', 'slow', 700),
-          faultSku('payment', 'slow', 700),
+          faultSku('inventory', 'slow', 2000),
+          faultSku('payment', 'slow', 2000),
           faultSku('shipping', 'permanent'),
         ],
-        [faultSku('inventory', 'slow', 700), faultSku('payment', 'permanent')],
-        slowAll(1200),
+        [faultSku('inventory', 'slow', 2000), faultSku('payment', 'permanent')],
+        slowAll(1000),
       ];
       const first = Math.max(4, Math.round(n * 0.4));
       const second = Math.max(4, Math.round(n * 0.4));
       const third = Math.max(2, n - first - second);
       // 1. v1 only; orders spread over every step and compensation when the host is replaced.
-      d.onV1 = await submitBatch(ctx, first, profiles, 100);
-      await sleep(1200);
-      d.spreadAtReplace = await spread(ctx, d.onV1);
+      // Staggered, so that the early ones are at later steps (or undoing) while the late ones start.
+      d.onV1 = await submitBatch(ctx, first - 2, profiles, Math.min(400, Math.ceil(8000 / first)));
+      const covers = (spots: string[]) =>
+        spots.every((spot) => Object.keys(d.spreadAtReplace).some((k) => k.startsWith(spot)));
+      const watch = async (spots: string[], ms: number) => {
+        const until = Date.now() + ms;
+        d.spreadAtReplace = await spread(ctx, d.onV1);
+        while (!covers(spots) && Date.now() < until) {
+          await sleep(150);
+          d.spreadAtReplace = await spread(ctx, d.onV1);
+        }
+      };
+      await watch(everySpot.slice(1), 20_000);
+      // The last two start just before the replacement: they are at the first step when it lands.
+      d.onV1.push(...(await submitBatch(ctx, 2, [slowAll(4000)], 50)));
+      await watch(everySpot, 4000);
       await deploy(ctx, '1,2');
       // 2. v1 and v2 side by side: new orders start on v2 while v1 orders finish on v1.
       d.onV2 = await submitBatch(ctx, second, profiles, 100);
@@ -351,14 +368,8 @@ export const scenarios: Scenario[] = [
       const { alerts } = await readQueues(ctx);
       const alertsFor = (orderId: string) => alerts.filter((a) => a.orderId === orderId);
       const ends: Record<string, number> = {};
-      const spots = new Set(Object.keys(d.spreadAtReplace));
-      for (const spot of [
-        'Processing:inventory',
-        'Processing:payment',
-        'Processing:shipping',
-        'Compensating',
-      ])
-        if (![...spots].some((s) => s.startsWith(spot)))
+      for (const spot of everySpot)
+        if (!Object.keys(d.spreadAtReplace).some((s) => s.startsWith(spot)))
           violations.push(
             `no v1 order at ${spot} when the host was replaced (${JSON.stringify(d.spreadAtReplace)})`,
           );
