@@ -14,7 +14,12 @@ import { at, orderId, policy, t0 } from './fixtures.js';
 const v2Definition = {
   name: 'order',
   version: 2,
-  steps: [orderWorkflow.steps[1], orderWorkflow.steps[0], { ...orderWorkflow.steps[1], name: 'deposit' }, orderWorkflow.steps[2]],
+  steps: [
+    orderWorkflow.steps[1],
+    orderWorkflow.steps[0],
+    { ...orderWorkflow.steps[1], name: 'deposit' },
+    orderWorkflow.steps[2],
+  ],
 };
 const v2: Workflow = defineWorkflow(v2Definition);
 
@@ -46,7 +51,13 @@ test('an order stored under v1 is never mis-mapped by an app whose only workflow
 });
 
 test('an order stored under v1 times out in an app that only has v2 (a step added): Error with an alert naming v1', () => {
-  const processing = decide(orderWorkflow, submittedOnV1(), { type: 'Claim', by: 'inv-1' }, at(1), policy).state;
+  const processing = decide(
+    orderWorkflow,
+    submittedOnV1(),
+    { type: 'Claim', by: 'inv-1' },
+    at(1),
+    policy,
+  ).state;
   const d = decide(v2, processing, { type: 'TimedOut' }, at(1000), policy);
   assert.equal(d.state.processState, 'Error');
   assert.equal(d.state.errorCode, 'WorkflowRetired');
