@@ -341,7 +341,8 @@ export const scenarios: Scenario[] = [
       await watch(everySpot, 4000);
       await deploy(ctx, '1,2');
       // 2. v1 and v2 side by side: new orders start on v2 while v1 orders finish on v1.
-      d.onV2 = await submitBatch(ctx, second, profiles, 100);
+      // Paced: the new host starts cold while every v1 order is still running on it.
+      d.onV2 = await submitBatch(ctx, second, profiles, Math.min(400, Math.ceil(16_000 / second)));
       const v1Open = await untilTerminal(ctx, d.onV1, 120_000);
       // v1 has drained: the next deployment removes it.
       await deploy(ctx, '2');
