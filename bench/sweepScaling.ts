@@ -136,7 +136,7 @@ export async function measureSweepScaling(
     const order = newOrder(past);
     const state = processed(order.orderId, past);
     const actions: TransactionAction[] = [
-      ['create', orderToRow(order, state.workflow)],
+      ['create', orderToRow(order, { name: state.workflow, version: state.workflowVersion })],
       ['create', stateToRow(state)],
       ...state.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];

@@ -1,6 +1,16 @@
-import { isTerminal, orderWorkflow, type OrderState, type ProcessState } from '../shared/domain/index.js';
+import {
+  actionIdempotencyKey,
+  isTerminal,
+  stepDefinition,
+  workflowLabel,
+  workflowOf,
+  type OrderState,
+  type ProcessState,
+} from '../shared/domain/index.js';
+import { serviceForOperation, type RemoteAction } from '../shared/agents/remoteOperations.js';
 import type { LedgerSnapshot } from '../local/remoteServices/index.js';
 import type { ChaosContext, PeekedMessage } from './harness.js';
+import { chaosWorkflows } from './versionedApp.js';
 
 /**
  * The six invariants of DESIGN.md, checked after a scenario has drained. Each failure is one
@@ -38,11 +48,6 @@ export interface CheckResult {
 }
 
 type ServiceName = 'inventory' | 'payment' | 'shipping';
-const stepService: Record<string, ServiceName> = {
-  inventory: 'inventory',
-  payment: 'payment',
-  shipping: 'shipping',
-};
 
 export function checkInvariants(input: CheckInput): CheckResult {
   const { ctx, finals } = input;
@@ -173,33 +178,46 @@ function checkOrderEffects(
     violations: [],
   };
   const compensationTimes: Array<{ index: number; at: number }> = [];
-  orderWorkflow.steps.forEach((def, index) => {
-    const service = stepService[def.name];
+  // The order's own version, its steps matched by name: a step's effects are those under its keys.
+  const workflow = workflowOf(chaosWorkflows, state);
+  if (!workflow) {
+    out.violations.push(
+      `${orderId}: ${workflowLabel({ name: state.workflow, version: state.workflowVersion })} unknown`,
+    );
+    return out;
+  }
+  state.steps.forEach((step, index) => {
+    const def = stepDefinition(workflow, step.name)!;
+    const service = serviceForOperation(def.action as RemoteAction);
     const ledger = ledgers[service];
-    const step = state.steps[index];
-    const effects = ledger.effects.filter((e) => e.orderId === orderId && e.operation === def.action);
+    const stepKeys = new Set(
+      Array.from({ length: state.run }, (_, r) => actionIdempotencyKey(orderId, step.name, r + 1)),
+    );
+    const effects = ledger.effects.filter((e) => e.orderId === orderId && stepKeys.has(e.idempotencyKey));
     // One key per run (keys.ts); the ledger absorbs repeats of a key, so a second key for the
     // same run, or a second record under one key, is a second charge.
     const keys = new Set(effects.map((e) => e.idempotencyKey));
     const extra = effects.length - keys.size + Math.max(0, keys.size - state.run);
     if (extra > 0) {
       out.duplicates += extra;
-      out.violations.push(`duplicate effect: ${orderId} ${service} ${def.action} x${effects.length}`);
+      out.violations.push(`duplicate effect: ${orderId} ${step.name} ${def.action} x${effects.length}`);
     }
-    const compensations = ledger.compensations.filter((c) => c.orderId === orderId);
+    const compensations = ledger.compensations.filter(
+      (c) => c.orderId === orderId && stepKeys.has(c.originalIdempotencyKey),
+    );
     const real = compensations.filter((c) => !c.tombstone);
     const tombstones = compensations.filter((c) => c.tombstone);
     out.tombstones += tombstones.length;
     if (compensations.length > 1) {
       out.compensationFaults += 1;
-      out.violations.push(`compensation twice: ${orderId} ${service} x${compensations.length}`);
+      out.violations.push(`compensation twice: ${orderId} ${step.name} x${compensations.length}`);
     }
     for (const c of compensations) compensationTimes.push({ index, at: Date.parse(c.compensatedAt) });
     const effected = effects.length > 0;
     const undone = real.length > 0;
     const fail = (what: string): void => {
       out.compensationFaults += 1;
-      out.violations.push(`compensation: ${orderId} ${service}: ${what}`);
+      out.violations.push(`compensation: ${orderId} ${step.name}: ${what}`);
     };
     // Never compensate a step that was never dispatched or that the service refused.
     if (compensations.length > 0 && (step.status === 'NotStarted' || step.status === 'Failed')) {

@@ -22,6 +22,9 @@ import {
 } from './harness.js';
 import { writeAppRootWithout } from './partialApp.js';
 import { writeShortLockAppRoot } from './shortLockApp.js';
+import { chaosWorkflows, versionsVariable, writeVersionedAppRoot } from './versionedApp.js';
+import { actionIdempotencyKey, isTerminal, stepDefinition, workflowOf } from '../shared/domain/index.js';
+import { serviceForOperation, type RemoteAction } from '../shared/agents/remoteOperations.js';
 import { startThrottlingProxy, type ThrottlingProxy } from './throttlingProxy.js';
 
 /**
@@ -168,6 +171,113 @@ async function noOrderInError(ctx: ChaosContext): Promise<{ violations: string[]
   };
 }
 
+/** deploy-mid-flight: which orders were submitted in which part, and what was in flight when. */
+interface Deployments {
+  onV1: string[];
+  onV2: string[];
+  /** Submitted on v1 in the third part, whose host then dropped v1 while they ran. */
+  stranded: string[];
+  /** Where the first part's v1 orders stood when the host was replaced. */
+  spreadAtReplace: Record<string, number>;
+  strandedInFlightAtRemoval: number;
+}
+const deployments = new WeakMap<ChaosContext, Deployments>();
+/** Where v1 orders must be, at least one each, when the first replacement lands. */
+const everySpot = ['Processing:inventory', 'Processing:payment', 'Processing:shipping', 'Compensating'];
+
+/** Replaces the only host with one that holds `versions` (SIGTERM, then start): a deployment. */
+async function deploy(ctx: ChaosContext, versions: string): Promise<void> {
+  ctx.stack.env[versionsVariable] = versions;
+  await ctx.stack.killHost('SIGTERM');
+  await ctx.stack.startHost();
+}
+
+/** Where each order stands: its state, and the step it is at (do or undo). */
+async function spread(ctx: ChaosContext, orderIds: string[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  const loaded = await Promise.all(orderIds.map((id) => ctx.store.load(id).catch(() => undefined)));
+  for (const stored of loaded) {
+    const state = stored?.state;
+    if (!state) continue;
+    const at = state.steps.find((st) => ['Running', 'TimedOut', 'Compensating'].includes(st.status));
+    const key = at ? `${state.processState}:${at.name}` : state.processState;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** Waits until every order named is terminal (bounded); returns how many still are not. */
+async function untilTerminal(ctx: ChaosContext, orderIds: string[], timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let open = orderIds;
+  while (Date.now() < deadline) {
+    const states = await Promise.all(open.map((id) => ctx.store.load(id).catch(() => undefined)));
+    open = open.filter((_, i) => {
+      const st = states[i]?.state.processState;
+      return st === undefined || !isTerminal(st);
+    });
+    if (open.length === 0) return 0;
+    await sleep(500);
+  }
+  return open.length;
+}
+
+async function submitBatch(
+  ctx: ChaosContext,
+  n: number,
+  profiles: string[][],
+  gapMs: number,
+): Promise<string[]> {
+  const pending: Array<Promise<string | undefined>> = [];
+  for (let i = 0; i < n; i++) {
+    pending.push(submitOrder(ctx, profiles[i % profiles.length]));
+    await sleep(gapMs);
+  }
+  return (await Promise.all(pending)).filter((id): id is string => id !== undefined);
+}
+
+/**
+ * The effects an order left at the services, step by step in the order they happened: each of its
+ * own version's steps once (Processed), or undone (Compensated); nothing of the other version.
+ */
+function effectsOfOwnVersion(ctx: ChaosContext, orderId: string, state: OrderStateLike): string[] {
+  const problems: string[] = [];
+  const workflow = workflowOf(chaosWorkflows, state);
+  if (!workflow) return [`${orderId}: unknown workflow version ${state.workflowVersion}`];
+  const ledgers = ctx.ledgers();
+  const all = Object.values(ledgers).flatMap((l) => l.effects.filter((e) => e.orderId === orderId));
+  const known = new Set(workflow.steps.map((def) => actionIdempotencyKey(orderId, def.name, 1)));
+  const foreign = all.filter((e) => !known.has(e.idempotencyKey));
+  if (foreign.length > 0)
+    problems.push(
+      `${orderId} (v${workflow.version}): effects of other steps ${foreign.map((e) => e.idempotencyKey).join(',')}`,
+    );
+  if (state.processState === 'Processed') {
+    const performed = workflow.steps.map((def) => {
+      const service = serviceForOperation(def.action as RemoteAction);
+      const key = actionIdempotencyKey(orderId, def.name, 1);
+      return {
+        name: def.name,
+        at: ledgers[service].effects.find((e) => e.idempotencyKey === key)?.performedAt,
+      };
+    });
+    const missing = performed.filter((p) => p.at === undefined).map((p) => p.name);
+    if (missing.length > 0)
+      problems.push(`${orderId} (v${workflow.version}) Processed without ${missing.join(',')}`);
+    const times = performed.map((p) => Date.parse(p.at ?? ''));
+    if (times.some((t, i) => i > 0 && t < times[i - 1]))
+      problems.push(`${orderId} (v${workflow.version}): steps not in its version's order`);
+  }
+  // Every step of the order's record is a step of its version, by name.
+  for (const st of state.steps)
+    if (!stepDefinition(workflow, st.name))
+      problems.push(`${orderId}: step ${st.name} not in v${workflow.version}`);
+  return problems;
+}
+
+type OrderStateLike = Parameters<typeof workflowOf>[1] & { processState: ProcessStateName };
+type ProcessStateName = 'Pending' | 'Processing' | 'Processed' | 'Compensating' | 'Compensated' | 'Error';
+
 /** credential-outage: the payment service answers 401 to everything for this long. */
 const credentialOutageMs = 8000;
 
@@ -175,6 +285,129 @@ const credentialOutageMs = 8000;
 const throttlingProxies = new WeakMap<ChaosContext, ThrottlingProxy>();
 
 export const scenarios: Scenario[] = [
+  {
+    name: 'deploy-mid-flight',
+    quick: false,
+    // The third part strands orders on a removed version on purpose: those, and only those, end in Error.
+    recoverable: false,
+    // Calls of 2 s (10 s to complete): orders dwell at each step long enough to be caught there.
+    settings: { [versionsVariable]: '1', STEP_TIMEOUT_SECONDS: '10' },
+    appRoot: () => writeVersionedAppRoot(repoRoot),
+    // Four host replacements, and v2 has a fourth step.
+    outageSeconds: 30,
+    what:
+      'orders on order@1 sit at every step and in compensation when the host is replaced by one holding ' +
+      'order@1 and order@2 (payment before inventory, a new deposit step); new orders start on v2; v1 is ' +
+      'removed once drained. Then v1 orders are started again and v1 is removed while they run: those end ' +
+      'in Error with an alert naming order@1',
+    async run(ctx, n) {
+      const d: Deployments = {
+        onV1: [],
+        onV2: [],
+        stranded: [],
+        spreadAtReplace: {},
+        strandedInFlightAtRemoval: 0,
+      };
+      deployments.set(ctx, d);
+      const profiles = [
+        slowAll(2000),
+        [
+          faultSku('inventory', 'slow', 2000),
+          faultSku('payment', 'slow', 2000),
+          faultSku('shipping', 'permanent'),
+        ],
+        [faultSku('inventory', 'slow', 2000), faultSku('payment', 'permanent')],
+        slowAll(1000),
+      ];
+      const first = Math.max(4, Math.round(n * 0.4));
+      const second = Math.max(4, Math.round(n * 0.4));
+      const third = Math.max(2, n - first - second);
+      // 1. v1 only; orders spread over every step and compensation when the host is replaced.
+      // Staggered, so that the early ones are at later steps (or undoing) while the late ones start.
+      d.onV1 = await submitBatch(ctx, first - 2, profiles, Math.min(400, Math.ceil(8000 / first)));
+      const covers = (spots: string[]) =>
+        spots.every((spot) => Object.keys(d.spreadAtReplace).some((k) => k.startsWith(spot)));
+      const watch = async (spots: string[], ms: number) => {
+        const until = Date.now() + ms;
+        d.spreadAtReplace = await spread(ctx, d.onV1);
+        while (!covers(spots) && Date.now() < until) {
+          await sleep(150);
+          d.spreadAtReplace = await spread(ctx, d.onV1);
+        }
+      };
+      await watch(everySpot.slice(1), 20_000);
+      // The last two start just before the replacement: they are at the first step when it lands.
+      d.onV1.push(...(await submitBatch(ctx, 2, [slowAll(4000)], 50)));
+      await watch(everySpot, 4000);
+      await deploy(ctx, '1,2');
+      // 2. v1 and v2 side by side: new orders start on v2 while v1 orders finish on v1.
+      // Paced: the new host starts cold while every v1 order is still running on it.
+      d.onV2 = await submitBatch(ctx, second, profiles, Math.min(400, Math.ceil(16_000 / second)));
+      const v1Open = await untilTerminal(ctx, d.onV1, 120_000);
+      // v1 has drained: the next deployment removes it.
+      await deploy(ctx, '2');
+      const v2Open = await untilTerminal(ctx, d.onV2, 120_000);
+      // 3. v1 again (a host that holds only v1), orders on it, and v1 removed while they run.
+      await deploy(ctx, '1');
+      d.stranded = await submitBatch(ctx, third, [slowAll(1500)], 50);
+      await sleep(500);
+      const before = await spread(ctx, d.stranded);
+      d.strandedInFlightAtRemoval = Object.entries(before)
+        .filter(([k]) => !['Processed', 'Compensated', 'Error'].includes(k))
+        .reduce((sum, [, c]) => sum + c, 0);
+      await deploy(ctx, '2');
+      return (
+        `${d.onV1.length} on v1 at ${JSON.stringify(d.spreadAtReplace)}, ${d.onV2.length} on v2` +
+        `${v1Open + v2Open > 0 ? ` (${v1Open}/${v2Open} not drained in time)` : ''}; ` +
+        `${d.stranded.length} stranded on v1 (${d.strandedInFlightAtRemoval} in flight at removal)`
+      );
+    },
+    async check(ctx) {
+      const d = deployments.get(ctx);
+      if (!d) return { violations: ['deploy-mid-flight did not run'], note: '' };
+      const violations: string[] = [];
+      const { alerts } = await readQueues(ctx);
+      const alertsFor = (orderId: string) => alerts.filter((a) => a.orderId === orderId);
+      const ends: Record<string, number> = {};
+      for (const spot of everySpot)
+        if (!Object.keys(d.spreadAtReplace).some((s) => s.startsWith(spot)))
+          violations.push(
+            `no v1 order at ${spot} when the host was replaced (${JSON.stringify(d.spreadAtReplace)})`,
+          );
+      for (const [part, ids, version] of [
+        ['v1', d.onV1, 1],
+        ['v2', d.onV2, 2],
+        ['stranded', d.stranded, 1],
+      ] as const) {
+        for (const orderId of ids) {
+          const state = (await ctx.store.load(orderId))?.state;
+          if (!state) {
+            violations.push(`${orderId}: no state`);
+            continue;
+          }
+          const key = `${part}:${state.processState}`;
+          ends[key] = (ends[key] ?? 0) + 1;
+          if (state.workflowVersion !== version)
+            violations.push(`${orderId} (${part}) is on version ${state.workflowVersion}, not ${version}`);
+          if (part === 'stranded' && state.processState === 'Error') {
+            if (state.errorCode !== 'WorkflowRetired')
+              violations.push(`${orderId}: Error ${state.errorCode}`);
+            const mine = alertsFor(orderId);
+            if (mine.length !== 1 || !JSON.stringify(mine[0].body).includes('order@1'))
+              violations.push(`${orderId}: ${mine.length} alert(s), expected one naming order@1`);
+            continue;
+          }
+          if (state.processState === 'Error')
+            violations.push(`${orderId} (${part}) ended in Error: ${state.errorDetail}`);
+          if (alertsFor(orderId).length > 0) violations.push(`${orderId} (${part}): an operator alert`);
+          violations.push(...effectsOfOwnVersion(ctx, orderId, state));
+        }
+      }
+      if ((ends['stranded:Error'] ?? 0) === 0)
+        violations.push('no stranded order ended in Error: v1 was not removed under them');
+      return { violations, note: `ends ${JSON.stringify(ends)}` };
+    },
+  },
   {
     name: 'baseline',
     quick: false,

@@ -2,13 +2,13 @@ import { app, type InvocationContext } from '@azure/functions';
 import { settings } from '../shared/config/settings.js';
 import { dependencies, outageWatch } from '../shared/app/runtime.js';
 import { handleAgentRequest } from '../shared/agents/agent.js';
-import { orderWorkflow, stepTimeoutSeconds, type OrderStep } from '../shared/domain/index.js';
+import { orderWorkflowVersions, stepTimeoutSeconds, type OrderStep } from '../shared/domain/index.js';
 import { agentKey, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
 
 settings();
 
 /**
- * One Agent per declared step, each wrapping its remote service: its queue, its function name
+ * One Agent per Agent name the declared steps use, each wrapping its remote service: its queue, its function name
  * (`paymentAgent`), its service URL, its refusals, its complete-by and its retries all come from
  * the step's declaration in shared/domain/orderWorkflow.ts.
  */
@@ -33,7 +33,13 @@ function agentFor(step: OrderStep) {
   };
 }
 
-for (const step of orderWorkflow.steps) {
+// One function per Agent of every held version: a step that shares its Agent with another (same
+// configuration, workflow.ts checks it) shares its queue and function.
+const served = new Map<string, OrderStep>();
+for (const workflow of orderWorkflowVersions.all) {
+  for (const step of workflow.steps) if (!served.has(step.agent)) served.set(step.agent, step as OrderStep);
+}
+for (const step of served.values()) {
   app.serviceBusQueue(agentKey(step.agent), {
     connection: serviceBusConnectionSetting,
     queueName: step.agentQueue,

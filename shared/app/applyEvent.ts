@@ -37,7 +37,7 @@ export async function applyEvent(
       const now = deps.clock.now();
       const why = precheck?.(current.state, now);
       if (why !== undefined) throw new Skip(why);
-      return decide(deps.workflow, current.state, event, now, deps.policy);
+      return decide(deps.workflows, current.state, event, now, deps.policy);
     });
     recordTransition(seen!.state, event, decision.state, decision.commands);
     return { kind: 'applied', before: seen!, state: decision.state, commands: decision.commands };

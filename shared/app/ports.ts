@@ -1,4 +1,4 @@
-import type { Clock, Policy, Workflow } from '../domain/index.js';
+import type { Clock, Policy, WorkflowVersions } from '../domain/index.js';
 import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
@@ -12,7 +12,8 @@ export interface Dependencies {
   bus: MessageBus;
   clock: Clock;
   policy: Policy;
-  workflow: Workflow;
+  /** Every workflow version with orders still in flight; new orders start on the latest. */
+  workflows: WorkflowVersions;
   /** Which order-status events are sent; absent means the setting's default, process level. */
   statusEvents?: StatusEventLevel;
   /** The scheduler queue's backlog; without it the Supervisor assumes none (tests, tools). */

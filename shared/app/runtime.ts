@@ -1,4 +1,4 @@
-import { makePolicy, orderWorkflow, systemClock } from '../domain/index.js';
+import { makePolicy, orderWorkflowVersions, systemClock, type WorkflowVersions } from '../domain/index.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { StateStore } from '../stateStore/index.js';
@@ -15,6 +15,19 @@ import type { Dependencies } from './ports.js';
  * settings. Functions call `dependencies()`; tests build their own Dependencies instead.
  */
 let current: Promise<Dependencies> | undefined;
+
+/** The workflow versions this process holds: the product's, unless a test app chose others. */
+let heldVersions: WorkflowVersions = orderWorkflowVersions;
+
+/**
+ * Chooses the workflow versions this process holds, before its first invocation. Only test apps
+ * call it (chaos/versionedApp.ts deploys `order@2` next to `order@1`); the product holds
+ * `orderWorkflowVersions`, and a new version is deployed by adding it there.
+ */
+export function holdWorkflowVersions(versions: WorkflowVersions): void {
+  if (current) throw new Error('the workflow versions are fixed once the dependencies are built');
+  heldVersions = versions;
+}
 
 export function policyFrom(s: Settings) {
   return makePolicy({
@@ -54,7 +67,7 @@ async function create(s: Settings): Promise<Dependencies> {
     deadLetters: new ServiceBusDeadLetters(bus.client),
     clock: systemClock,
     policy: policyFrom(s),
-    workflow: orderWorkflow,
+    workflows: heldVersions,
     statusEvents: s.statusEvents,
   };
 }

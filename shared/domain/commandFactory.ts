@@ -15,7 +15,7 @@ import {
   statusMessageId,
 } from './keys.js';
 import type { OrderState } from './state.js';
-import type { Workflow } from './workflow.js';
+import { stepDefinition, workflowLabel, type Workflow } from './workflow.js';
 
 /**
  * Builds commands from recorded state only, so transition.ts (right after a write) and
@@ -26,6 +26,7 @@ export function delayUntil(state: OrderState, now: Date): number {
   return Math.max(0, Math.ceil((state.scheduledFor.getTime() - now.getTime()) / 1000));
 }
 
+/** The request for the order's step at `index` (its position in the recorded state). */
 export function dispatchCommand(
   workflow: Workflow,
   state: OrderState,
@@ -33,8 +34,10 @@ export function dispatchCommand(
   kind: 'do' | 'compensate',
   delaySeconds: number,
 ): DispatchStep {
-  const def = workflow.steps[index];
   const step = state.steps[index];
+  // By name: the recorded step and its declaration must be the same step, whatever the order.
+  const def = stepDefinition(workflow, step.name);
+  if (!def) throw new Error(`internal: ${workflowLabel(workflow)} has no step ${step.name}`);
   const compensate = kind === 'compensate';
   const action = compensate ? def.compensation : def.action;
   if (action === null || step.completeBy === null) {

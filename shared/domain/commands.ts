@@ -25,7 +25,9 @@ export interface DispatchStep {
   messageId: string;
 }
 
-export type ProcessOrderReason = 'submitted' | 'retry' | 'backoff-retry' | 'resubmitted';
+/** Why a process-order message was sent: every reason the engine produces, and no other. */
+export const processOrderReasons = ['submitted', 'retry', 'backoff-retry', 'resubmitted'] as const;
+export type ProcessOrderReason = (typeof processOrderReasons)[number];
 
 /** Ask the Scheduler to claim a Pending order (a `process-order` message). */
 export interface NotifyScheduler {

@@ -4,7 +4,9 @@
  *   the Scheduler drops it (after healing with outstandingCommands).
  * - NotAllowedInState: the event makes no sense in the current process state.
  * - NotExpired: TimedOut while the complete-by has not passed (another writer moved the order).
- * - UnknownStep / InvalidEvent / WorkflowMismatch: malformed input.
+ * - UnknownStep / InvalidEvent: malformed input.
+ * - WorkflowRetired: the order is finished and its workflow version is no longer held (an
+ *   unfinished order in that case moves to Error instead: see transition.ts).
  * - NoSuchOrder / AlreadySubmitted: Submit against existing state, anything else against none.
  */
 export type RefusalCode =
@@ -13,7 +15,7 @@ export type RefusalCode =
   | 'NotExpired'
   | 'UnknownStep'
   | 'InvalidEvent'
-  | 'WorkflowMismatch'
+  | 'WorkflowRetired'
   | 'NoSuchOrder'
   | 'AlreadySubmitted';
 

@@ -18,18 +18,3 @@ export type OrderEvent =
   | { type: 'CompensationFailed'; step: string; run: number; attempt: number; error: string }
   | { type: 'OperatorResubmit'; by: string }
   | { type: 'OperatorCancel'; by: string; reason?: string };
-
-export type OrderEventType = OrderEvent['type'];
-
-export const orderEventTypes: readonly OrderEventType[] = [
-  'Submit',
-  'Claim',
-  'StepSucceeded',
-  'StepFailedPermanently',
-  'TimedOut',
-  'StepStalled',
-  'CompensationSucceeded',
-  'CompensationFailed',
-  'OperatorResubmit',
-  'OperatorCancel',
-];

@@ -12,6 +12,8 @@ export * from './policy.js';
 export * from './refusals.js';
 export * from './serviceHealth.js';
 export * from './state.js';
+export * from './supervision.js';
 export * from './transition.js';
 export * from './workflow.js';
+export * from './workflowVersions.js';
 export * from './unreadRequests.js';

@@ -1,5 +1,6 @@
 import type { RefusalDeclaration } from './refusals.js';
 import { defineWorkflow } from './workflow.js';
+import { workflowVersions } from './workflowVersions.js';
 
 /**
  * The answers the demo services give for a business "no" (see refusals.ts): 422 for a refusal
@@ -21,6 +22,7 @@ const demoServiceRefusals: RefusalDeclaration = {
  */
 export const orderWorkflow = defineWorkflow({
   name: 'order',
+  version: 1,
   steps: [
     {
       name: 'inventory',
@@ -45,6 +47,12 @@ export const orderWorkflow = defineWorkflow({
     },
   ],
 });
+
+/**
+ * The versions this app holds. A changed process is added as `version: 2` next to version 1, and
+ * version 1 is removed once no order on it is in flight (docs/architecture.md).
+ */
+export const orderWorkflowVersions = workflowVersions(orderWorkflow);
 
 export type OrderStep = (typeof orderWorkflow.steps)[number];
 /** The Agents of the order workflow, by name (`inventory`, ...). */

@@ -8,7 +8,7 @@ import {
   statusCommand,
 } from './commandFactory.js';
 import type { OrderState } from './state.js';
-import type { Workflow } from './workflow.js';
+import { workflowOf, type Workflows } from './workflowVersions.js';
 
 /**
  * The messages the recorded state implies should have been sent. A process can die between the
@@ -16,14 +16,16 @@ import type { Workflow } from './workflow.js';
  * a retried POST) sends these again. Message ids equal those of the original sends, so Service
  * Bus duplicate detection drops what did go out.
  */
-export function outstandingCommands(workflow: Workflow, state: OrderState, now: Date): Command[] {
+export function outstandingCommands(workflows: Workflows, state: OrderState, now: Date): Command[] {
+  // Without the order's version no request can be rebuilt; the next event moves it to Error.
+  const workflow = workflowOf(workflows, state);
   const find = (status: string): number => state.steps.findIndex((s) => s.status === status);
   switch (state.processState) {
     case 'Pending':
       return pendingCommands(state, now);
     case 'Processing': {
       const i = find('Running');
-      if (i < 0) return [];
+      if (i < 0 || !workflow) return [];
       // The write that started step i also completed step i - 1: its event went out with it.
       return [...stepCompletedBefore(state, i), dispatchCommand(workflow, state, i, 'do', 0)];
     }
@@ -40,7 +42,8 @@ export function outstandingCommands(workflow: Workflow, state: OrderState, now: 
         ),
       );
       const i = find('Compensating');
-      if (i >= 0) commands.push(dispatchCommand(workflow, state, i, 'compensate', delayUntil(state, now)));
+      if (i >= 0 && workflow)
+        commands.push(dispatchCommand(workflow, state, i, 'compensate', delayUntil(state, now)));
       return commands;
     }
     case 'Processed':

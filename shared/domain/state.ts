@@ -21,7 +21,11 @@ export type StepStatus =
 export type CompensationReason = 'step-failed' | 'cancelled' | 'gave-up';
 
 /** Why an order is (or is heading for) Error: the operator alert's subject. */
-export type ErrorCode = 'GaveUp' | 'CompensationFailed' | 'CompensationGaveUp';
+/**
+ * WorkflowRetired: an event arrived for an order whose workflow version this app no longer holds;
+ * the order stops where it is (nothing is undone) and an operator decides.
+ */
+export type ErrorCode = 'GaveUp' | 'CompensationFailed' | 'CompensationGaveUp' | 'WorkflowRetired';
 
 export interface StepState {
   name: string;
@@ -49,7 +53,9 @@ export interface StepState {
 
 export interface OrderState {
   orderId: string;
+  /** The workflow's name and the version the order started on: it finishes on that version. */
   workflow: string;
+  workflowVersion: number;
   /** 1 at submission, +1 on each operator resubmit. */
   run: number;
   processState: ProcessState;
@@ -85,16 +91,3 @@ export const terminalStates: readonly ProcessState[] = ['Processed', 'Compensate
 export function isTerminal(state: ProcessState): boolean {
   return terminalStates.includes(state);
 }
-
-/**
- * Process-state moves the engine may make. Error -> Pending is the operator's resubmit; nothing
- * else leaves a terminal state.
- */
-export const allowedTransitions: Readonly<Record<ProcessState, readonly ProcessState[]>> = {
-  Pending: ['Pending', 'Processing', 'Compensating', 'Compensated', 'Error'],
-  Processing: ['Processing', 'Pending', 'Processed', 'Compensating', 'Compensated', 'Error'],
-  Compensating: ['Compensating', 'Compensated', 'Error'],
-  Processed: [],
-  Compensated: [],
-  Error: ['Pending'],
-};

@@ -12,7 +12,9 @@ import type { OrderEvent } from './events.js';
 import { isOrderId } from './orderId.js';
 import type { Policy } from './policy.js';
 import type { CompensationReason, OrderState, StepState, StepStatus } from './state.js';
-import { stepIndex, stepTimeoutSeconds, type Workflow } from './workflow.js';
+import { afterTimeouts, backoffSeconds, isOverdue, owesOperatorAlert } from './supervision.js';
+import { stepDefinition, stepTimeoutSeconds, workflowLabel, type Workflow } from './workflow.js';
+import { versionsOf, workflowOf, type Workflows } from './workflowVersions.js';
 
 export interface Decision {
   state: OrderState;
@@ -25,9 +27,13 @@ const maxErrorLength = 2000;
  * The one transition function of the engine: pure, no I/O. The adapter loads the state, calls
  * this, writes `state` with its ETag and only then carries out `commands`. An event that does not
  * apply throws TransitionRefused and the input is left untouched.
+ *
+ * A new order starts on the latest of `workflows`; every other event is decided on the version
+ * the order recorded. An unfinished order whose version is not held moves to Error with an
+ * operator alert naming the version: never decided on another version's steps, never left waiting.
  */
 export function decide(
-  workflow: Workflow,
+  workflows: Workflows,
   state: OrderState | null,
   event: OrderEvent,
   now: Date,
@@ -37,11 +43,25 @@ export function decide(
     throw refuse('InvalidEvent', 'now is not a date');
   if (state === null) {
     if (event.type !== 'Submit') throw refuse('NoSuchOrder', `${event.type} needs an existing order`);
-    return submit(workflow, event.orderId, now, policy);
+    return submit(versionsOf(workflows).latest, event.orderId, now, policy);
   }
-  if (state.workflow !== workflow.name || state.steps.length !== workflow.steps.length) {
-    throw refuse('WorkflowMismatch', `order follows workflow ${state.workflow}, not ${workflow.name}`);
+  if (event.type === 'Submit') throw refuse('AlreadySubmitted', `order ${state.orderId} exists`);
+  const workflow = workflowOf(workflows, state);
+  if (!workflow) return retired(workflows, state, event, now);
+  const decision = apply(workflow, state, event, now, policy);
+  if (owesOperatorAlert(decision.state) && !decision.commands.some((c) => c.type === 'RaiseOperatorAlert')) {
+    decision.commands.unshift(alertCommand(decision.state, decision.state.updatedAt));
   }
+  return decision;
+}
+
+function apply(
+  workflow: Workflow,
+  state: OrderState,
+  event: OrderEvent,
+  now: Date,
+  policy: Policy,
+): Decision {
   // Work on a copy: a refusal thrown half-way must leave the caller's state as it was.
   const s = structuredClone(state);
   const t = new Transition(workflow, s, now, policy);
@@ -84,6 +104,56 @@ export function decide(
   return { state: s, commands: t.commands };
 }
 
+/**
+ * The order's workflow version is not deployed here (removed while orders were still on it, or
+ * edited in place). Nothing can be dispatched or undone without its steps, so the order stops in
+ * Error where it is and the alert names the version: an operator redeploys that version (the
+ * order then carries on when resubmitted) or settles the order by hand.
+ */
+function retired(workflows: Workflows, state: OrderState, event: OrderEvent, now: Date): Decision {
+  const label = workflowLabel({ name: state.workflow, version: state.workflowVersion });
+  const held = versionsOf(workflows).all.map(workflowLabel).join(', ');
+  if (
+    state.processState === 'Processed' ||
+    state.processState === 'Compensated' ||
+    state.processState === 'Error'
+  ) {
+    throw refuse(
+      'WorkflowRetired',
+      `${event.type}: order is ${state.processState} on ${label}, which this app does not hold (${held})`,
+    );
+  }
+  const s = structuredClone(state);
+  const at = outstandingStepName(s);
+  // What was in flight stays in doubt, recorded as such: an action without its reply (TimedOut),
+  // an undo without its reply (CompensationFailed). Nothing more is sent for either.
+  for (const st of s.steps) {
+    if (st.status === 'Running') st.status = 'TimedOut';
+    else if (st.status === 'Compensating') st.status = 'CompensationFailed';
+    st.completeBy = null;
+  }
+  s.processState = 'Error';
+  s.lockedBy = null;
+  s.completeBy = null;
+  s.scheduledFor = null;
+  s.errorCode = 'WorkflowRetired';
+  s.errorDetail = clip(
+    `workflow ${label} is not deployed (this app holds ${held}); ${event.type} not applied` +
+      `${at ? `; stopped at step ${at}` : ''}, nothing undone`,
+  );
+  s.updatedAt = now;
+  return {
+    state: s,
+    commands: [alertCommand(s, now), statusCommand(s, 'error', now, undefined, s.errorDetail)],
+  };
+}
+
+function outstandingStepName(s: OrderState): string | undefined {
+  return s.steps.find(
+    (st) => st.status === 'Running' || st.status === 'TimedOut' || st.status === 'Compensating',
+  )?.name;
+}
+
 function refuse(code: TransitionRefused['code'], message: string): TransitionRefused {
   return new TransitionRefused(code, message);
 }
@@ -93,6 +163,7 @@ function submit(workflow: Workflow, orderId: string, now: Date, policy: Policy):
   const state: OrderState = {
     orderId,
     workflow: workflow.name,
+    workflowVersion: workflow.version,
     run: 1,
     processState: 'Pending',
     lockedBy: null,
@@ -161,9 +232,11 @@ class Transition {
     }
   }
 
+  /** The order's own step of that name (its position is the recorded one, never the declaration's). */
   private indexOf(name: unknown): number {
-    const i = typeof name === 'string' ? stepIndex(this.workflow, name) : -1;
-    if (i < 0) throw refuse('UnknownStep', `no step ${String(name)} in workflow ${this.workflow.name}`);
+    const i = typeof name === 'string' ? this.s.steps.findIndex((st) => st.name === name) : -1;
+    if (i < 0)
+      throw refuse('UnknownStep', `no step ${String(name)} in workflow ${workflowLabel(this.workflow)}`);
     return i;
   }
 
@@ -266,7 +339,7 @@ class Transition {
   timedOut(): void {
     this.requireState(['Pending', 'Processing', 'Compensating'], 'TimedOut');
     const completeBy = this.s.completeBy;
-    if (completeBy === null || completeBy.getTime() >= this.now.getTime()) {
+    if (!isOverdue(completeBy, this.now)) {
       throw refuse('NotExpired', `complete-by ${completeBy?.toISOString() ?? 'none'} has not passed`);
     }
     if (this.s.processState === 'Compensating') {
@@ -291,13 +364,14 @@ class Transition {
     this.s.lockedBy = null;
     this.s.failureCount += 1;
     const f = this.s.failureCount;
-    if (f >= this.policy.failureHardThreshold) {
+    const verdict = afterTimeouts(f, this.policy);
+    if (verdict.kind === 'give-up') {
       this.s.errorCode = 'GaveUp';
       this.s.errorDetail = `gave up after ${f} timeouts`;
       this.startCompensation('gave-up', true);
       return;
     }
-    const delay = f >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+    const delay = verdict.delaySeconds;
     this.s.processState = 'Pending';
     this.s.scheduledFor = addSeconds(this.now, delay);
     this.s.completeBy = addSeconds(this.now, delay + this.policy.claimTimeoutSeconds);
@@ -330,7 +404,7 @@ class Transition {
     step.completeBy = null;
     step.stalls += 1;
     this.s.lockedBy = null;
-    const delay = step.stalls >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
+    const delay = backoffSeconds(step.stalls, this.policy);
     this.s.processState = 'Pending';
     this.s.scheduledFor = addSeconds(this.now, delay);
     this.s.completeBy = addSeconds(this.now, delay + this.policy.claimTimeoutSeconds);
@@ -344,22 +418,20 @@ class Transition {
     const step = this.s.steps[i];
     if (step.stalledAttempt === step.compensationAttempt) {
       step.undoStalls += 1;
-      const wait =
-        step.undoStalls >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
-      this.dispatchCompensation(i, wait);
+      this.dispatchCompensation(i, backoffSeconds(step.undoStalls, this.policy));
       return;
     }
     // Only silent timeouts count towards giving up; stalled undos were retried for free.
     const timeouts = step.compensationAttempt - step.undoStalls;
-    if (timeouts >= this.policy.failureHardThreshold) {
+    const verdict = afterTimeouts(timeouts, this.policy);
+    if (verdict.kind === 'give-up') {
       step.status = 'CompensationFailed';
       step.completeBy = null;
       step.lastError = `compensation timed out ${timeouts} times`;
       this.error('CompensationGaveUp', `compensation of ${step.name} timed out ${timeouts} times`);
       return;
     }
-    const delay = timeouts >= this.policy.failureSoftThreshold ? this.policy.extendedBackoffSeconds : 0;
-    this.dispatchCompensation(i, delay);
+    this.dispatchCompensation(i, verdict.delaySeconds);
   }
 
   compensationSucceeded(i: number): void {
@@ -451,7 +523,8 @@ class Transition {
 
   private nextToCompensate(): number {
     for (let i = this.s.steps.length - 1; i >= 0; i--) {
-      if (this.workflow.steps[i].compensation !== null && compensable.includes(this.s.steps[i].status))
+      const step = this.s.steps[i];
+      if (compensable.includes(step.status) && stepDefinition(this.workflow, step.name)?.compensation)
         return i;
     }
     return -1;

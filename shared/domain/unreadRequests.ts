@@ -1,6 +1,6 @@
 import { dispatchCommand } from './commandFactory.js';
 import type { OrderState } from './state.js';
-import type { Workflow } from './workflow.js';
+import { workflowOf, type Workflows } from './workflowVersions.js';
 
 /**
  * "The request was never picked up" is not "the Agent ran out of time". A request can wait in a
@@ -61,9 +61,12 @@ export function notStartedReplyId(requestId: string): string {
 
 /** The Agent request the order waits on (a running step or an undo), if any. */
 export function outstandingRequest(
-  workflow: Workflow,
+  workflows: Workflows,
   state: OrderState,
 ): { agentQueue: string; messageId: string } | undefined {
+  const workflow = workflowOf(workflows, state);
+  // A version no longer held has no request to wait for: the timeout moves the order to Error.
+  if (!workflow) return undefined;
   const kind = state.processState === 'Processing' ? 'do' : 'compensate';
   if (state.processState !== 'Processing' && state.processState !== 'Compensating') return undefined;
   const i = state.steps.findIndex((s) => s.status === (kind === 'do' ? 'Running' : 'Compensating'));

@@ -49,13 +49,23 @@ export interface StepDefinition extends StepDeclaration {
   readonly agentQueue: string;
 }
 
+/**
+ * One version of a workflow. An order is pinned to the version it started on (its state row
+ * records name and version) and finishes, compensates or is resubmitted on that version, even
+ * after a newer one is deployed. A changed process is a new version, never an edit of a
+ * deployed one: `order@1` keeps its steps for as long as orders on it are in flight.
+ */
 export interface Workflow {
   readonly name: string;
+  /** 1, 2, ...: the number orders record (a row written before versions existed is version 1). */
+  readonly version: number;
   readonly steps: readonly StepDefinition[];
 }
 
+/** A workflow as written: the version may be left out for the first one. */
 export interface WorkflowDeclaration {
   readonly name: string;
+  readonly version?: number;
   readonly steps: readonly StepDeclaration[];
 }
 
@@ -81,15 +91,25 @@ function positiveInteger(value: number | undefined, what: string): void {
   }
 }
 
-function checkStep(step: StepDeclaration, agents: Set<string>): void {
+/** What an Agent is configured with; every step it serves must declare the same. */
+const agentConfiguration = (s: StepDeclaration): string =>
+  JSON.stringify([s.refusals, s.retry ?? null, s.completeBySeconds ?? null]);
+
+function checkStep(step: StepDeclaration, agents: Map<string, StepDeclaration>): void {
   if (!stepName.test(step.name)) throw new InvalidWorkflow(`bad step name "${step.name}"`);
   // Agent names become queue, function and setting names: keep them to what all three accept.
   if (!agentName.test(step.agent) || step.agent.length > 40) {
     throw new InvalidWorkflow(`step ${step.name}: bad agent name "${step.agent}"`);
   }
-  if (agents.has(step.agent))
-    throw new InvalidWorkflow(`step ${step.name}: agent ${step.agent} serves another step`);
-  agents.add(step.agent);
+  // One Agent (one queue, one function) may serve several steps (a second charge at the payment
+  // service, say), but it has one configuration: its steps must not disagree about it.
+  const other = agents.get(step.agent);
+  if (other && agentConfiguration(other) !== agentConfiguration(step)) {
+    throw new InvalidWorkflow(
+      `step ${step.name}: agent ${step.agent} also serves step ${other.name} with other refusals, retry or completeBySeconds`,
+    );
+  }
+  if (!other) agents.set(step.agent, step);
   if (!actionName.test(step.action)) throw new InvalidWorkflow(`step ${step.name}: bad action`);
   if (step.compensation !== null && !actionName.test(step.compensation)) {
     throw new InvalidWorkflow(`step ${step.name}: bad compensation`);
@@ -112,11 +132,19 @@ function checkStep(step: StepDeclaration, agents: Set<string>): void {
 /** Checks a definition once, at module load, so a typo fails at start-up rather than mid-order. */
 export function defineWorkflow<const D extends WorkflowDeclaration>(
   definition: D,
-): { readonly name: D['name']; readonly steps: readonly (D['steps'][number] & StepDefinition)[] } {
+): {
+  readonly name: D['name'];
+  readonly version: number;
+  readonly steps: readonly (D['steps'][number] & StepDefinition)[];
+} {
   if (!stepName.test(definition.name)) throw new InvalidWorkflow(`bad workflow name "${definition.name}"`);
+  const version = definition.version ?? 1;
+  if (!Number.isInteger(version) || version < 1) {
+    throw new InvalidWorkflow(`workflow ${definition.name}: version must be an integer >= 1`);
+  }
   if (definition.steps.length === 0) throw new InvalidWorkflow(`workflow ${definition.name} has no steps`);
   const seen = new Set<string>();
-  const agents = new Set<string>();
+  const agents = new Map<string, StepDeclaration>();
   for (const step of definition.steps) {
     if (seen.has(step.name)) throw new InvalidWorkflow(`duplicate step "${step.name}"`);
     seen.add(step.name);
@@ -124,6 +152,7 @@ export function defineWorkflow<const D extends WorkflowDeclaration>(
   }
   return Object.freeze({
     name: definition.name,
+    version,
     steps: Object.freeze(
       definition.steps.map((s) => Object.freeze({ ...s, agentQueue: agentQueueName(s.agent) })),
     ),
@@ -132,6 +161,16 @@ export function defineWorkflow<const D extends WorkflowDeclaration>(
 
 export function stepIndex(workflow: Workflow, name: string): number {
   return workflow.steps.findIndex((s) => s.name === name);
+}
+
+/** `order@2`: how logs, alerts and docs name a version. */
+export function workflowLabel(w: { name: string; version: number }): string {
+  return `${w.name}@${w.version}`;
+}
+
+/** A step's declaration, found by name: steps are never matched by position. */
+export function stepDefinition(workflow: Workflow, name: string): StepDefinition | undefined {
+  return workflow.steps.find((s) => s.name === name);
 }
 
 /** A step's complete-by window: its own, never longer than the policy's (see StepDeclaration). */

@@ -143,7 +143,7 @@ export async function submitOrder(
   }
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
-  const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
+  const decision = decide(deps.workflows, null, { type: 'Submit', orderId }, now, deps.policy);
   annotate(stateFields(decision.state));
   try {
     await deps.store.submit(order, decision.state, currentTraceParent());
@@ -211,7 +211,7 @@ async function replayedSubmission(
   if (existing.state.processState === 'Pending') {
     // The first request may have died between its write and its message: send it again.
     const now = deps.clock.now();
-    const commands = outstandingCommands(deps.workflow, existing.state, now);
+    const commands = outstandingCommands(deps.workflows, existing.state, now);
     await sendAfterWrite(() => carryOut(deps, commands, existing.order, now, log), log);
   }
   return accepted(request, existing.state);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { processOrderReasons } from '../domain/commands.js';
 
 /**
  * The bodies of every message the app sends, validated on receipt. A body that fails its
@@ -17,15 +18,7 @@ export const processOrderSchema = z
   .object({
     type: z.literal('process-order'),
     orderId: orderIdSchema,
-    reason: z.enum([
-      'submitted',
-      'retry',
-      'backoff-retry',
-      'resubmitted',
-      'cancelled',
-      'recovered',
-      'compensate',
-    ]),
+    reason: z.enum(processOrderReasons),
   })
   .strict();
 

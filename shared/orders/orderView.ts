@@ -32,7 +32,12 @@ const stepStatuses = everyMemberOf<StepStatus>()([
   'CompensationFailed',
 ]);
 const compensationReasons = everyMemberOf<CompensationReason>()(['step-failed', 'cancelled', 'gave-up']);
-const errorCodes = everyMemberOf<ErrorCode>()(['GaveUp', 'CompensationFailed', 'CompensationGaveUp']);
+const errorCodes = everyMemberOf<ErrorCode>()([
+  'GaveUp',
+  'CompensationFailed',
+  'CompensationGaveUp',
+  'WorkflowRetired',
+]);
 
 export const processStateSchema = z.enum(processStates as [ProcessState, ...ProcessState[]]);
 const timestamp = z.iso.datetime();
@@ -61,6 +66,11 @@ export const stepViewSchema = z.strictObject({
 export const orderViewSchema = z.strictObject({
   orderId: orderIdSchema,
   processState: processStateSchema,
+  workflow: z.string().meta({ description: 'The workflow the order follows, e.g. `order`.' }),
+  workflowVersion: z.number().int().min(1).meta({
+    description:
+      'The workflow version the order started on; it finishes, compensates and is resubmitted on it.',
+  }),
   failureCount: z.number().int().nonnegative(),
   completeBy: timestamp.nullable(),
   lockedBy: z.string().nullable(),
@@ -106,6 +116,8 @@ export function orderView(order: Order | undefined, state: OrderState): OrderVie
   return {
     orderId: state.orderId,
     processState: state.processState,
+    workflow: state.workflow,
+    workflowVersion: state.workflowVersion,
     failureCount: state.failureCount,
     completeBy: iso(state.completeBy),
     lockedBy: state.lockedBy,

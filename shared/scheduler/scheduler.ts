@@ -3,7 +3,6 @@ import { outstandingCommands, outstandingStep, type OrderEvent, type OrderState 
 import { notifyCommand } from '../domain/commandFactory.js';
 import { applyEvent, type ApplyResult } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
-import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import {
   parseMessage,
@@ -120,7 +119,7 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
       const now = deps.clock.now();
       await carryOut(
         deps,
-        outstandingCommands(deps.workflow, result.current.state, now),
+        outstandingCommands(deps.workflows, result.current.state, now),
         result.current.order,
         now,
         log,
@@ -135,13 +134,7 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
         to: result.state.processState,
         failureCount: result.state.failureCount,
       });
-      await carryOut(
-        deps,
-        withOperatorAlert(result.commands, result.state),
-        result.before.order,
-        deps.clock.now(),
-        log,
-      );
+      await carryOut(deps, result.commands, result.before.order, deps.clock.now(), log);
       return;
     case 'refused': {
       // A duplicate, a stale attempt, or an order someone else already moved on. Nothing to
@@ -154,7 +147,7 @@ async function settle(deps: Dependencies, message: SchedulerMessage, result: App
         processState: result.current.state.processState,
       });
       const now = deps.clock.now();
-      const commands = outstandingCommands(deps.workflow, result.current.state, now);
+      const commands = outstandingCommands(deps.workflows, result.current.state, now);
       await carryOut(deps, commands, result.current.order, now, log);
       return;
     }

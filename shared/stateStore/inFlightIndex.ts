@@ -1,5 +1,6 @@
 import { odata, type TableClient } from '@azure/data-tables';
 import { isTerminal, type ProcessState } from '../domain/state.js';
+import { isOverdue } from '../domain/supervision.js';
 import { httpStatusOf } from './errors.js';
 import type { StoreMetrics } from './metrics.js';
 import { stateRowKey, type Row } from './rows.js';
@@ -116,10 +117,6 @@ export class InFlightIndex {
     return this.removeIfTerminal(orderId);
   }
 
-  async has(orderId: string): Promise<boolean> {
-    return (await this.getIndexRow(orderId)) !== null;
-  }
-
   /** Removes the row when the state row says terminal (or is missing). */
   async removeIfTerminal(orderId: string): Promise<boolean> {
     const row = await this.getIndexRow(orderId);
@@ -191,7 +188,7 @@ export class InFlightIndex {
     }
     const completeBy = state.CompleteBy instanceof Date ? state.CompleteBy : null;
     if (completeBy === null) return 'kept';
-    if (completeBy.getTime() < now.getTime()) {
+    if (isOverdue(completeBy, now)) {
       return { orderId, processState: state.ProcessState as ProcessState, completeBy };
     }
     try {

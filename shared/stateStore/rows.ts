@@ -4,6 +4,8 @@ import type { OrderState, StepState } from '../domain/state.js';
 
 /**
  * Row layout of one order's partition (PartitionKey = orderId):
+ * Both the order and the state row record the workflow (`Workflow`, its name) and the version the
+ * order started on (`WorkflowVersion`, an Int32; absent on rows from before versions: version 1).
  *   RowKey 'order'        the order document (items and address as JSON strings: a property
  *                         value is limited to 64 KiB, and these are bounded far below that)
  *   RowKey 'state'        the process state (the pattern's state record)
@@ -25,12 +27,17 @@ function compact(entity: Props): Props {
   return out;
 }
 
-export function orderToRow(order: Order, workflow: string, traceParent?: string): TableEntity<Props> {
+export function orderToRow(
+  order: Order,
+  workflow: { name: string; version: number },
+  traceParent?: string,
+): TableEntity<Props> {
   return {
     partitionKey: order.orderId,
     rowKey: orderRowKey,
     ...compact({
-      Workflow: workflow,
+      Workflow: workflow.name,
+      WorkflowVersion: workflow.version,
       CustomerId: order.customerId,
       Items: JSON.stringify(order.items),
       ShippingAddress: JSON.stringify(order.shippingAddress),
@@ -47,6 +54,7 @@ export function stateToRow(s: OrderState): TableEntity<Props> {
     rowKey: stateRowKey,
     ...compact({
       Workflow: s.workflow,
+      WorkflowVersion: s.workflowVersion,
       Run: s.run,
       ProcessState: s.processState,
       LockedBy: s.lockedBy,
@@ -122,10 +130,17 @@ export function rowToStep(row: Row): StepState {
   };
 }
 
+/** Rows written before workflows had versions carry none: those orders started on version 1. */
+export function workflowVersionOf(row: Props): number {
+  const v = row.WorkflowVersion;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : 1;
+}
+
 export function rowToState(row: Row, steps: StepState[]): OrderState {
   return {
     orderId: row.partitionKey,
     workflow: str(row.Workflow) ?? '',
+    workflowVersion: workflowVersionOf(row),
     run: num(row.Run),
     processState: str(row.ProcessState) as OrderState['processState'],
     lockedBy: str(row.LockedBy),

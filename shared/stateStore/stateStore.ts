@@ -124,7 +124,10 @@ export class StateStore {
       initial.updatedAt,
     );
     const actions: TransactionAction[] = [
-      ['create', orderToRow(order, initial.workflow, traceParent)],
+      [
+        'create',
+        orderToRow(order, { name: initial.workflow, version: initial.workflowVersion }, traceParent),
+      ],
       ['create', withIndexEtag(stateToRow(initial), indexEtag)],
       ...initial.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];

@@ -5,7 +5,6 @@ import { deadLetterSourceList } from '../messaging/deadLetters.js';
 import { queues } from '../messaging/entities.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
-import { withOperatorAlert } from '../app/operatorAlert.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { recordDeadLetters, recordInFlight } from '../observability/orderMetrics.js';
@@ -135,7 +134,7 @@ async function viewOf(
 async function queueViews(deps: Dependencies, log: Logger) {
   const agents = new Map<string, QueueView>();
   if (deps.agentBacklog) {
-    const names = [...new Set(deps.workflow.steps.map((s) => s.agentQueue))];
+    const names = [...new Set(deps.workflows.all.flatMap((w) => w.steps.map((s) => s.agentQueue)))];
     const views = await Promise.all(names.map((q) => viewOf(deps, q, deps.agentBacklog!(q), log)));
     names.forEach((q, i) => {
       const v = views[i];
@@ -227,7 +226,7 @@ export async function runSupervisor(
   const awaitsAgent = async (orderId: string): Promise<boolean> => {
     if (views.agents.size === 0) return false;
     const stored = await deps.store.load(orderId);
-    const request = stored && outstandingRequest(deps.workflow, stored.state);
+    const request = stored && outstandingRequest(deps.workflows, stored.state);
     if (!request) return false;
     return awaitsNotStarted(request.messageId, views.agents.get(request.agentQueue), views.scheduler);
   };
@@ -274,14 +273,7 @@ export async function runSupervisor(
               outcome: state.processState,
             }),
           },
-          () =>
-            carryOut(
-              deps,
-              withOperatorAlert(result.commands, state),
-              result.before.order,
-              deps.clock.now(),
-              log.with({ orderId }),
-            ),
+          () => carryOut(deps, result.commands, result.before.order, deps.clock.now(), log.with({ orderId })),
           parentFrom({ traceParent: result.before.traceParent }),
         );
       } catch (e) {

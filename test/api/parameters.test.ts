@@ -5,7 +5,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { startAzurite, type AzuriteInstance } from '../../local/azurite.js';
 import type { Dependencies } from '../../shared/app/ports.js';
-import { makePolicy, orderWorkflow, systemClock } from '../../shared/domain/index.js';
+import { makePolicy, orderWorkflowVersions, systemClock } from '../../shared/domain/index.js';
 import { getOrder, listOrders, submitOrder } from '../../shared/http/orderApi.js';
 import { openApiDocument } from '../../shared/http/openapi.js';
 import { StateStore } from '../../shared/stateStore/index.js';
@@ -48,7 +48,7 @@ describe('documented parameters agree with the handlers', () => {
         failureHardThreshold: 5,
         extendedBackoffSeconds: 60,
       }),
-      workflow: orderWorkflow,
+      workflows: orderWorkflowVersions,
     };
   });
   after(async () => {

@@ -9,7 +9,7 @@ import {
   decide,
   makePolicy,
   ManualClock,
-  orderWorkflow,
+  orderWorkflowVersions,
   type Order,
   type OrderEvent,
   type Policy,
@@ -87,7 +87,7 @@ export async function freshDeps(infra: Infra): Promise<TestDeps> {
     bus: infra.bus,
     clock: new ManualClock(new Date()),
     policy: testPolicy,
-    workflow: orderWorkflow,
+    workflows: orderWorkflowVersions,
   };
 }
 
@@ -126,7 +126,7 @@ export function newOrder(orderId: string = randomUUID(), skus: string[] = ['SKU-
 export async function submitted(deps: TestDeps, skus?: string[]): Promise<string> {
   const order = newOrder(undefined, skus);
   const d = decide(
-    deps.workflow,
+    deps.workflows,
     null,
     { type: 'Submit', orderId: order.orderId },
     deps.clock.now(),
@@ -139,7 +139,7 @@ export async function submitted(deps: TestDeps, skus?: string[]): Promise<string
 /** Writes one transition with the store and sends nothing: a process that died after its write. */
 export async function writeOnly(deps: TestDeps, orderId: string, event: OrderEvent): Promise<StoredOrder> {
   const { stored } = await deps.store.applyWithRetry(orderId, (current) =>
-    decide(deps.workflow, current.state, event, deps.clock.now(), deps.policy),
+    decide(deps.workflows, current.state, event, deps.clock.now(), deps.policy),
   );
   return stored;
 }

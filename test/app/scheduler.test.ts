@@ -247,7 +247,7 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
       requestHash: requestHash(parsed.value),
       createdAt: deps.clock.now(),
     };
-    const d = decide(deps.workflow, null, { type: 'Submit', orderId }, deps.clock.now(), deps.policy);
+    const d = decide(deps.workflows, null, { type: 'Submit', orderId }, deps.clock.now(), deps.policy);
     await deps.store.submit(order, d.state);
     assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
 

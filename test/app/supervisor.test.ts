@@ -6,6 +6,7 @@ import { orderRefusals, processOrderMessageId } from '../../shared/domain/index.
 import { handleAgentRequest } from '../../shared/agents/agent.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { InFlightIndex } from '../../shared/stateStore/index.js';
+import { indexHas } from '../stateStore/harness.js';
 import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
 import {
   context,
@@ -169,7 +170,7 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
       total += r.reconciled ?? 0;
     }
     assert.equal(total, ids.length);
-    for (const id of ids) assert.equal(await deps.store.index.has(id), true);
+    for (const id of ids) assert.equal(await indexHas(deps.store.index, id), true);
     // Through: a run without a new start reconciles nothing.
     assert.equal((await runSupervisor(deps, context('supervisor'), slice)).reconciled, undefined);
   });

@@ -67,8 +67,11 @@ test('a bad declaration fails at definition, naming the step and the field', () 
   assert.throws(bad({ retry: { maxAttempts: 0 } }), /retry\.maxAttempts must be a positive integer/);
   assert.throws(bad({ refusals: undefined as never }), /declares no refusals/);
   assert.throws(bad({ refusals: { statuses: [500], problemTypes: [] } }), /refusal status 500 is not a 4xx/);
+  // One Agent may serve two steps (one queue, one function) only with one configuration.
+  assert.doesNotThrow(() => defineWorkflow({ name: 'w', steps: [step({ name: 'a' }), step({ name: 'b' })] }));
   assert.throws(
-    () => defineWorkflow({ name: 'w', steps: [step({ name: 'a' }), step({ name: 'b' })] }),
-    /step b: agent fraud serves another step/,
+    () =>
+      defineWorkflow({ name: 'w', steps: [step({ name: 'a' }), step({ name: 'b', completeBySeconds: 9 })] }),
+    /step b: agent fraud also serves step a with other refusals, retry or completeBySeconds/,
   );
 });

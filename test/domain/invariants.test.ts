@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  allowedTransitions,
   isTerminal,
   orderWorkflow,
   outstandingCommands,
@@ -10,6 +9,7 @@ import {
   type Command,
   type OrderEvent,
   type OrderState,
+  type ProcessState,
 } from '../../shared/domain/index.js';
 import { apply, orderId, t0 } from './fixtures.js';
 
@@ -79,6 +79,16 @@ function toEvent(g: Gen, s: OrderState): OrderEvent {
     }
   }
 }
+
+/** Process-state moves the engine may make: Error -> Pending is the operator's resubmit only. */
+const allowedTransitions: Readonly<Record<ProcessState, readonly ProcessState[]>> = {
+  Pending: ['Pending', 'Processing', 'Compensating', 'Compensated', 'Error'],
+  Processing: ['Processing', 'Pending', 'Processed', 'Compensating', 'Compensated', 'Error'],
+  Compensating: ['Compensating', 'Compensated', 'Error'],
+  Processed: [],
+  Compensated: [],
+  Error: ['Pending'],
+};
 
 interface History {
   sent: Set<string>;

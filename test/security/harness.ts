@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { HttpRequest, InvocationContext, type HttpResponseInit } from '@azure/functions';
 import { startAzurite, type AzuriteInstance } from '../../local/azurite.js';
 import { startServiceBusEmulator, type ServiceBusEmulator } from '../../emulators/servicebus/index.js';
-import { makePolicy, orderWorkflow, systemClock } from '../../shared/domain/index.js';
+import { makePolicy, orderWorkflowVersions, systemClock } from '../../shared/domain/index.js';
 import { StateStore, StoreMetrics } from '../../shared/stateStore/index.js';
 import { ServiceBusMessageBus } from '../../shared/messaging/bus.js';
 import type { Dependencies } from '../../shared/app/ports.js';
@@ -52,7 +52,7 @@ export async function openApiHarness(): Promise<ApiHarness> {
         failureHardThreshold: 5,
         extendedBackoffSeconds: 60,
       }),
-      workflow: orderWorkflow,
+      workflows: orderWorkflowVersions,
     };
     const sb = serviceBus;
     return {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { startAzurite, type AzuriteInstance } from '../../local/azurite.js';
 import { decide, makePolicy, orderWorkflow, type Order, type OrderEvent } from '../../shared/domain/index.js';
-import { StateStore, StoreMetrics, type StoredOrder } from '../../shared/stateStore/index.js';
+import { InFlightIndex, StateStore, StoreMetrics, type StoredOrder } from '../../shared/stateStore/index.js';
 
 export const policy = makePolicy({
   stepTimeoutSeconds: 60,
@@ -71,4 +71,15 @@ export async function pool<T>(n: number, width: number, task: (i: number) => Pro
     }),
   );
   return out;
+}
+
+/** Whether the in-flight index holds a row for the order (read straight from its table). */
+export async function indexHas(index: InFlightIndex, orderId: string): Promise<boolean> {
+  try {
+    await index.table.getEntity(InFlightIndex.partitionFor(orderId), orderId);
+    return true;
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === 404) return false;
+    throw e;
+  }
 }
