@@ -14,3 +14,4 @@ export * from './state.js';
 export * from './transition.js';
 export * from './workflow.js';
 export * from './unreadRequests.js';
+export * from './history.js';
