@@ -422,7 +422,10 @@ class Transition {
       throw refuse('InvalidEvent', 'OperatorRetry needs an operator');
     this.requireState(['Pending'], 'OperatorRetry');
     if (this.s.scheduledFor === null || this.s.scheduledFor.getTime() <= this.now.getTime()) {
-      throw refuse('NotAllowedInState', 'OperatorRetry: the order is already due; there is no back-off to skip');
+      throw refuse(
+        'NotAllowedInState',
+        'OperatorRetry: the order is already due; there is no back-off to skip',
+      );
     }
     this.s.scheduledFor = this.now;
     this.s.completeBy = addSeconds(this.now, this.policy.claimTimeoutSeconds);

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 import {
   decide,
+  historyEntryFor,
   isOrderId,
   orderIdFromIdempotencyKey,
   outstandingCommands,
@@ -138,9 +139,10 @@ export async function submitOrder(
     // that a first submission writes before its transaction).
     return replayedSubmission(deps, request, order, log, recorded);
   }
-  const decision = decide(deps.workflow, null, { type: 'Submit', orderId }, now, deps.policy);
+  const submitted: OrderEvent = { type: 'Submit', orderId };
+  const decision = decide(deps.workflow, null, submitted, now, deps.policy);
   try {
-    await deps.store.submit(order, decision.state);
+    await deps.store.submit(order, decision.state, historyEntryFor(submitted, null, decision.state, now, 1));
   } catch (e) {
     if (!(e instanceof OrderAlreadyExists)) throw e;
     return replayedSubmission(deps, request, order, log);

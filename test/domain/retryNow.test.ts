@@ -59,7 +59,13 @@ test('history entries name the actor, step, attempt, run, outcome and a clipped 
   assert.equal(claim.step, 'inventory');
   assert.equal(claim.attempt, 1);
   const long = 'x'.repeat(10_000);
-  const failEvent = { type: 'StepFailedPermanently', step: 'inventory', run: 1, attempt: 1, error: long } as const;
+  const failEvent = {
+    type: 'StepFailedPermanently',
+    step: 'inventory',
+    run: 1,
+    attempt: 1,
+    error: long,
+  } as const;
   const failed = apply(claimed, failEvent, at(2)).state;
   const fail = historyEntryFor(failEvent, claimed, failed, at(2), 3);
   assert.equal(fail.actor, 'agent');
@@ -71,6 +77,11 @@ test('history entries name the actor, step, attempt, run, outcome and a clipped 
   assert.equal(to.actor, 'supervisor');
   assert.match(to.error ?? '', /complete-by/);
   const cancelled = apply(claimed, { type: 'OperatorCancel', by: 'alice', reason: 'asked' }, at(3)).state;
-  const cancel = historyEntryFor({ type: 'OperatorCancel', by: 'alice', reason: 'asked' }, claimed, cancelled, at(3));
+  const cancel = historyEntryFor(
+    { type: 'OperatorCancel', by: 'alice', reason: 'asked' },
+    claimed,
+    cancelled,
+    at(3),
+  );
   assert.deepEqual([cancel.actor, cancel.by, cancel.outcome], ['operator', 'alice', 'Compensating']);
 });
