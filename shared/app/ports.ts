@@ -17,4 +17,6 @@ export interface Dependencies {
   schedulerBacklog?: QueueBacklog;
   /** An Agent queue's backlog, by queue name; without it a request's wait counts as its time. */
   agentBacklog?: (queue: string) => QueueBacklog;
+  /** OPERATOR_BULK_RATE_PER_SECOND; absent means its default (20). */
+  operatorBulkRatePerSecond?: number;
 }

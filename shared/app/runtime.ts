@@ -48,6 +48,7 @@ async function create(s: Settings): Promise<Dependencies> {
     policy: policyFrom(s),
     workflow: orderWorkflow,
     statusEvents: s.statusEvents,
+    operatorBulkRatePerSecond: s.operatorBulkRatePerSecond,
   };
 }
 

@@ -27,6 +27,7 @@ export const settingNames = {
   extendedBackoffSeconds: 'EXTENDED_BACKOFF_SECONDS',
   statusEvents: 'STATUS_EVENTS',
   serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
+  operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
 } as const;
 
 export type ServiceBusConnection =
@@ -52,6 +53,8 @@ export interface Settings {
   functionTimeoutSeconds?: number;
   /** Consecutive operational failures at one remote service that raise its outage alert. */
   serviceOutageAlertThreshold: number;
+  /** Orders a confirmed bulk action (resubmit, cancel, retry) acts on per second at most. */
+  operatorBulkRatePerSecond: number;
 }
 
 export class SettingsError extends Error {
@@ -246,6 +249,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     extendedBackoffSeconds: integer(env, settingNames.extendedBackoffSeconds, 120, 0, 86_400),
     statusEvents: oneOf(env, settingNames.statusEvents, statusEventLevels, defaultStatusEventLevel),
     serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
+    operatorBulkRatePerSecond: integer(env, settingNames.operatorBulkRatePerSecond, 20, 1, 1000),
   };
   const host = limits ?? readHostLimits(env);
   checkAgainstLimits(loaded, host);

@@ -8,9 +8,10 @@ import type { Row } from './rows.js';
  * The operator's state index (table `OrderIndex`), so a list page, the counts and the changes
  * feed read what they show and not the Orders table.
  *
- * Partition `state:{ProcessState}` holds, for each order that entered that state at `since`, three
+ * Partition `state:{ProcessState}` holds, for each order that entered that state at `since`, four
  * entries (one batch, one partition): `t:{inv}:{orderId}` (by time), `c:{customer}:{inv}:{orderId}`
- * (by customer), `v:{version}:{inv}:{orderId}` (by workflow version), where `inv` is
+ * (by customer), `v:{version}:{inv}:{orderId}` (by workflow version), `a:{since}:{orderId}` (oldest
+ * first, for the oldest in-flight order), where `inv` is
  * 9999999999999 - since in ms, so a range read returns the newest first and a time range is a key
  * range. Entries are written BEFORE the order's transaction (a transition that then fails leaves
  * an entry the order's state row does not confirm) and the previous state's entries are deleted
@@ -153,6 +154,18 @@ export class StateIndex {
     this.metrics.entitiesRead += value.length;
     const rows = value.map((r) => rowToIndexed(r as Row));
     return value.continuationToken ? { rows, continuationToken: value.continuationToken } : { rows };
+  }
+
+  /** The entries longest in `state`, oldest first (unverified). */
+  async oldest(state: ProcessState, n: number): Promise<IndexedOrder[]> {
+    const filter = odata`PartitionKey eq ${statePartition(state)} and RowKey ge ${'a:'} and RowKey lt ${'a;'}`;
+    const pages = this.table
+      .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
+      .byPage({ maxPageSize: n });
+    const { value, done } = await pages.next();
+    if (done || !value) return [];
+    this.metrics.entitiesRead += value.length;
+    return value.map((r) => rowToIndexed(r as Row));
   }
 
   /**

@@ -51,7 +51,7 @@ export interface StoredOrder {
 export type OrderSummary = Omit<OrderState, 'steps'>;
 
 /** A line of the operator's list: the state row, confirmed, plus what the index carries. */
-export type ListedOrder = OrderSummary & { customerId: string; workflowVersion: number };
+export type ListedOrder = OrderSummary & { customerId: string; workflowVersion: number; stateSince: Date };
 
 /** A change the console's live view picks up. */
 export interface OrderChange {
@@ -380,6 +380,22 @@ export class StateStore {
     return listed.map((o) => ({ orderId: o.orderId, processState: o.processState, updatedAt: o.updatedAt }));
   }
 
+  /**
+   * The order longest in a non-terminal state (Pending, Processing, Compensating): the first
+   * confirmed `a:` entry of each, a handful of reads.
+   */
+  async oldestInFlight(): Promise<ListedOrder | null> {
+    const firsts = await Promise.all(
+      (['Pending', 'Processing', 'Compensating'] as const).map(async (state) => {
+        const [first] = await this.confirmed(await this.stateIndex.oldest(state, 5));
+        return first;
+      }),
+    );
+    const found = firsts.filter((o): o is ListedOrder => o !== undefined);
+    if (found.length === 0) return null;
+    return found.reduce((a, b) => (a.stateSince.getTime() <= b.stateSince.getTime() ? a : b));
+  }
+
   /** Orders per state from the sharded counters (O(1); see StateCounts for how exact). */
   countsPerState(): Promise<Record<ProcessState, number>> {
     return this.counts.totals();
@@ -422,7 +438,12 @@ export class StateStore {
         (since === undefined || since === entry.since.getTime());
       if (confirms) {
         const { steps: _steps, ...summary } = rowToState(row, []);
-        out.push({ ...summary, customerId: entry.customerId, workflowVersion: versionOf(row) });
+        out.push({
+          ...summary,
+          customerId: entry.customerId,
+          workflowVersion: versionOf(row),
+          stateSince: entry.since,
+        });
         continue;
       }
       const superseded = since !== undefined && since > entry.since.getTime();
