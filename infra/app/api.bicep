@@ -83,6 +83,8 @@ var appSettings = {
   STATUS_EVENTS: statusEvents
   // Consecutive operational failures at one remote service that raise its outage alert.
   SERVICE_OUTAGE_ALERT_THRESHOLD: '5'
+  // Orders a confirmed bulk operator action touches per second at most.
+  OPERATOR_BULK_RATE_PER_SECOND: '20'
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.
