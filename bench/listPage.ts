@@ -9,7 +9,10 @@ async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const azurite = await startAzurite({ services: ['table'] });
   try {
-    const r = await measureListScaling(azurite.connectionString, { small: 100, large: quick ? 10_000 : 100_000 });
+    const r = await measureListScaling(azurite.connectionString, {
+      small: 100,
+      large: quick ? 10_000 : 100_000,
+    });
     console.log(JSON.stringify(r, null, 2));
   } finally {
     await azurite.stop();

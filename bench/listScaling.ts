@@ -32,8 +32,13 @@ function processed(orderId: string, t: Date): OrderState {
   let s = decide(orderWorkflow, null, { type: 'Submit', orderId }, t, policy).state;
   s = decide(orderWorkflow, s, { type: 'Claim', by: 'bench' }, t, policy).state;
   for (const step of orderWorkflow.steps) {
-    s = decide(orderWorkflow, s, { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 }, t, policy)
-      .state;
+    s = decide(
+      orderWorkflow,
+      s,
+      { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 },
+      t,
+      policy,
+    ).state;
   }
   return s;
 }
@@ -118,7 +123,13 @@ export async function measureListScaling(
 
   await pool(options.inFlight ?? 100, conc, async () => {
     const order = newOrder(now, 'bench-live');
-    const initial = decide(orderWorkflow, null, { type: 'Submit', orderId: order.orderId }, now, policy).state;
+    const initial = decide(
+      orderWorkflow,
+      null,
+      { type: 'Submit', orderId: order.orderId },
+      now,
+      policy,
+    ).state;
     await store.submit(order, initial);
   });
 
