@@ -25,6 +25,7 @@ import {
 import { measureRecovery } from './recovery.js';
 import { checkBudget, formatTable } from './stats.js';
 import { measureTracingOverhead } from './tracingOverhead.js';
+import { measureListScaling } from './listScaling.js';
 import { measureSweepScaling } from './sweepScaling.js';
 import { floorRecipe, measureActual, measureFloor, type RunFigures } from './throughput.js';
 
@@ -60,6 +61,7 @@ const plan = quick
       ],
       recovery: { isolated: 4, orders: 10, concurrency: 5 },
       sweep: { inFlight: 100, terminal: 10_000, repeats: 3 },
+      list: { small: 100, large: 10_000 },
     }
   : {
       costRuns: { success: 5, retried: 3, compensated: 3 },
@@ -72,6 +74,7 @@ const plan = quick
       ],
       recovery: { isolated: 10, orders: 40, concurrency: 8 },
       sweep: { inFlight: 100, terminal: 100_000, repeats: 5 },
+      list: { small: 100, large: 100_000 },
     };
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -641,6 +644,27 @@ async function main(): Promise<void> {
       `  hourly index reconciliation over that history: ${ms(sweep.reconcile.ms)} ms, ${sweep.reconcile.requests} requests, ${sweep.reconcile.entitiesRead} entities read (O(history) by design, once an hour)`,
     );
     results.sweepScaling = sweep;
+
+    // 3b. The operator's list page: O(page), not O(orders).
+    log(`\n== 3b. List page: ${plan.list.small} terminal orders, then ${plan.list.large} ==`);
+    const list = await measureListScaling(bench.stack.azurite.connectionString, plan.list);
+    log(
+      formatTable(
+        ['list', 'terminal', 'items', 'entities read', 'requests', 'table scans'],
+        [...list.small, ...list.large].map((f) => [
+          f.list,
+          f.terminal,
+          f.items,
+          f.entitiesRead,
+          f.requests,
+          f.tableScans,
+        ]),
+      ),
+    );
+    log(
+      `  entities read per page, ${plan.list.large} vs ${plan.list.small} terminal: worst ratio ${list.worstRatio.toFixed(2)} (must be <= 1.5; seeding took ${ms(list.seedMs)} ms)`,
+    );
+    results.listScaling = list;
   } finally {
     await bench.stop();
   }

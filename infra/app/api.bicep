@@ -87,6 +87,8 @@ var appSettings = {
   // The submission door: refuse new orders (503) once the Scheduler's intake is this far behind,
   // the wait after which a backlog would have given orders up before claims stopped counting.
   ADMISSION_BACKLOG_LIMIT_SECONDS: string(int(failureHardThreshold) * int(claimTimeoutSeconds))
+  // Orders a confirmed bulk operator action touches per second at most.
+  OPERATOR_BULK_RATE_PER_SECOND: '20'
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

@@ -1,5 +1,6 @@
 import {
   decide,
+  historyEntryFor,
   isTransitionRefused,
   type Command,
   type OrderEvent,
@@ -32,13 +33,25 @@ export async function applyEvent(
 ): Promise<ApplyResult> {
   let seen: StoredOrder | undefined;
   try {
-    const { decision } = await deps.store.applyWithRetry(orderId, (current) => {
-      seen = current;
-      const now = deps.clock.now();
-      const why = precheck?.(current.state, now);
-      if (why !== undefined) throw new Skip(why);
-      return decide(deps.workflows, current.state, event, now, deps.policy);
-    });
+    const { decision } = await deps.store.applyWithRetry(
+      orderId,
+      (current) => {
+        seen = current;
+        const now = deps.clock.now();
+        const why = precheck?.(current.state, now);
+        if (why !== undefined) throw new Skip(why);
+        return decide(deps.workflows, current.state, event, now, deps.policy);
+      },
+      (current, decision) =>
+        // The entry rides in the transition's own transaction: no entry without the transition.
+        historyEntryFor(
+          event,
+          current.state,
+          decision.state,
+          decision.state.updatedAt,
+          current.state.workflowVersion,
+        ),
+    );
     recordTransition(seen!.state, event, decision.state, decision.commands);
     return { kind: 'applied', before: seen!, state: decision.state, commands: decision.commands };
   } catch (e) {

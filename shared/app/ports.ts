@@ -27,4 +27,6 @@ export interface Dependencies {
   door?: { limitSeconds: number; intake: IntakeGauge };
   /** The dead-letter queues: the operator's dead-letter routes, and the Supervisor's `deadletters` gauge. */
   deadLetters?: DeadLetterQueues;
+  /** OPERATOR_BULK_RATE_PER_SECOND; absent means its default (20). */
+  operatorBulkRatePerSecond?: number;
 }

@@ -69,6 +69,7 @@ async function create(s: Settings): Promise<Dependencies> {
     policy: policyFrom(s),
     workflows: heldVersions,
     statusEvents: s.statusEvents,
+    operatorBulkRatePerSecond: s.operatorBulkRatePerSecond,
   };
 }
 

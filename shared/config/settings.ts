@@ -37,6 +37,7 @@ export const settingNames = {
   statusEvents: 'STATUS_EVENTS',
   serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
   admissionBacklogLimitSeconds: 'ADMISSION_BACKLOG_LIMIT_SECONDS',
+  operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
 } as const;
 
 export type ServiceBusConnection =
@@ -69,6 +70,8 @@ export interface Settings {
    * after which, before claim timeouts stopped counting as failures, a backlog gave orders up.
    */
   admissionBacklogLimitSeconds: number;
+  /** Orders a confirmed bulk action (resubmit, cancel, retry) acts on per second at most. */
+  operatorBulkRatePerSecond: number;
 }
 
 export class SettingsError extends Error {
@@ -262,6 +265,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     statusEvents: oneOf(env, settingNames.statusEvents, statusEventLevels, defaultStatusEventLevel),
     serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
     admissionBacklogLimitSeconds: 0,
+    operatorBulkRatePerSecond: integer(env, settingNames.operatorBulkRatePerSecond, 20, 1, 1000),
   };
   loaded.admissionBacklogLimitSeconds = integer(
     env,

@@ -17,4 +17,6 @@ export type OrderEvent =
   | { type: 'CompensationSucceeded'; step: string; run: number; attempt: number }
   | { type: 'CompensationFailed'; step: string; run: number; attempt: number; error: string }
   | { type: 'OperatorResubmit'; by: string }
-  | { type: 'OperatorCancel'; by: string; reason?: string };
+  | { type: 'OperatorCancel'; by: string; reason?: string }
+  /** Skip the back-off of a Pending order: it is due now and its claim goes out now. */
+  | { type: 'OperatorRetry'; by: string };

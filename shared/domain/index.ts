@@ -17,3 +17,4 @@ export * from './transition.js';
 export * from './workflow.js';
 export * from './workflowVersions.js';
 export * from './unreadRequests.js';
+export * from './history.js';

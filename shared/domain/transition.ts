@@ -95,6 +95,9 @@ function apply(
     case 'OperatorCancel':
       t.cancel(event.by, event.reason);
       break;
+    case 'OperatorRetry':
+      t.retryNow(event.by);
+      break;
     default: {
       const unknown: never = event;
       throw refuse('InvalidEvent', `unknown event ${JSON.stringify(unknown)}`);
@@ -478,6 +481,28 @@ class Transition {
     this.s.updatedAt = this.now;
     this.commands.push(notifyCommand(this.s, this.now));
     this.commands.push(statusCommand(this.s, 'received', this.now, undefined, `resubmitted by ${by}`));
+  }
+
+  /**
+   * An operator who fixed the cause need not wait out the back-off. Only a Pending order whose
+   * claim is still in the future qualifies, so a second request (or a second bulk run) is refused
+   * rather than sending another claim. The claim goes out under the immediate-retry id; the
+   * back-off message still queued later finds the order claimed and is refused.
+   */
+  retryNow(by: string): void {
+    if (typeof by !== 'string' || by.trim() === '')
+      throw refuse('InvalidEvent', 'OperatorRetry needs an operator');
+    this.requireState(['Pending'], 'OperatorRetry');
+    if (this.s.scheduledFor === null || this.s.scheduledFor.getTime() <= this.now.getTime()) {
+      throw refuse(
+        'NotAllowedInState',
+        'OperatorRetry: the order is already due; there is no back-off to skip',
+      );
+    }
+    this.s.scheduledFor = this.now;
+    this.s.completeBy = addSeconds(this.now, this.policy.claimTimeoutSeconds);
+    this.s.updatedAt = this.now;
+    this.commands.push(notifyCommand(this.s, this.now));
   }
 
   cancel(by: string, reason: string | undefined): void {

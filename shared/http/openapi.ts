@@ -20,6 +20,16 @@ import {
   maxSequenceNumbers,
   maxTop,
 } from './deadLetterApi.js';
+import {
+  bulkFilterSchema,
+  bulkPreviewSchema,
+  bulkRequestSchema,
+  bulkResultSchema,
+  historyEntrySchema,
+  historyPageSchema,
+  orderChangesSchema,
+  orderCountsSchema,
+} from '../orders/operatorViews.js';
 import { maxBodyBytes } from './jsonBody.js';
 import { operatorRole } from './operatorAuth.js';
 import { fieldErrorSchema, problemDetailsSchema } from './problem.js';
@@ -60,8 +70,16 @@ const requestSchemas = {
   OrderItem: orderItemSchema,
   ShippingAddress: shippingAddressSchema,
   DeadLetterAction: deadLetterActionSchema,
+  BulkRequest: bulkRequestSchema,
+  BulkFilter: bulkFilterSchema,
 };
 const responseSchemas = {
+  HistoryPage: historyPageSchema,
+  HistoryEntry: historyEntrySchema,
+  OrderCounts: orderCountsSchema,
+  OrderChanges: orderChangesSchema,
+  BulkPreview: bulkPreviewSchema,
+  BulkResult: bulkResultSchema,
   OrderAccepted: orderAcceptedSchema,
   OrderView: orderViewSchema,
   StepView: stepViewSchema,
@@ -206,11 +224,19 @@ function operations(): Record<string, Record<string, OperationObject>> {
         security: operatorSecurity,
         summary: 'List orders in one process state',
         description:
-          'One page of the orders in a state, for operators. Follow `next` (or pass `continuationToken` back) for the next page.',
-        parameters: [param('State'), param('PageSize'), param('ContinuationToken')],
+          'One page of the orders in a state, newest state change first, for operators, from the state index (a page reads what it shows). Narrow by workflow version, customer and the time the order entered the state. Follow `next` (or pass `continuationToken` back) for the next page.',
+        parameters: [
+          param('State'),
+          param('WorkflowVersion'),
+          param('CustomerId'),
+          param('From'),
+          param('To'),
+          param('PageSize'),
+          param('ContinuationToken'),
+        ],
         responses: {
           '200': json('OrderListPage', 'One page of orders.', ['Cache-Control']),
-          '400': problem('Invalid state, pageSize or continuationToken.'),
+          '400': problem('Invalid state, filter, pageSize or continuationToken.'),
           ...operatorResponses,
         },
       },
@@ -343,6 +369,101 @@ function operations(): Record<string, Record<string, OperationObject>> {
         },
       },
     },
+    '/orders/{orderId}/retry': {
+      post: {
+        operationId: 'retryOrder',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Retry a Pending order now',
+        description:
+          'Skips the back-off of a Pending order: its claim is sent now. Once: a second call is a 409.',
+        parameters: [param('OrderId')],
+        responses: {
+          '202': accepted('The claim is on its way.'),
+          '400': badOrderId,
+          '404': notFound,
+          '409': problem('Nothing to retry now: the order is not Pending, or not waiting out a back-off.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/orders/{orderId}/history': {
+      get: {
+        operationId: 'getOrderHistory',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: "An order's history",
+        description:
+          'Every transition (and operator action, and dead-letter redrive or discard) of the order, oldest first, one page at a time.',
+        parameters: [param('OrderId'), param('HistoryPageSize'), param('ContinuationToken')],
+        responses: {
+          '200': json('HistoryPage', 'One page of history entries.', ['Cache-Control']),
+          '400': problem('Invalid order id, pageSize or continuationToken.'),
+          '404': notFound,
+          ...operatorResponses,
+        },
+      },
+    },
+    '/orders/counts': {
+      get: {
+        operationId: 'getOrderCounts',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Orders per state',
+        description:
+          'From counters kept with the state index (no scan); they follow each state change right after it commits. Also the order longest in an in-flight state.',
+        responses: {
+          '200': json('OrderCounts', 'Counts per state.', ['Cache-Control']),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/orders/changes': {
+      get: {
+        operationId: 'getOrderChanges',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'What changed since a cursor',
+        description:
+          'Orders whose process state changed after `after` (the cursor of the previous answer), oldest first, at most 200; reads O(changes). Without `after`: no changes and the current cursor.',
+        parameters: [param('After')],
+        responses: {
+          '200': json('OrderChanges', 'Changes and the next cursor.', ['Cache-Control']),
+          '400': problem('Invalid cursor.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/orders/bulk/{action}': {
+      post: {
+        operationId: 'bulkOrderAction',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Resubmit, cancel or retry every order a filter matches',
+        description:
+          'Without `confirm`: what the action would touch and a confirmation token (valid 5 minutes for this action, filter and limit); nothing changes. With it: the action on each order that matches now, at a bounded rate (OPERATOR_BULK_RATE_PER_SECOND), answered per order. Two runs over the same orders act once: the second gets 409 per order.',
+        parameters: [param('BulkAction')],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: componentRef('BulkRequest') } },
+        },
+        responses: {
+          '200': {
+            description: 'The preview (without `confirm`) or the result per order (with it).',
+            headers: { 'Cache-Control': { $ref: '#/components/headers/Cache-Control' } },
+            content: {
+              'application/json': {
+                schema: { oneOf: [componentRef('BulkPreview'), componentRef('BulkResult')] },
+              },
+            },
+          },
+          '400': problem('Unknown action, malformed JSON or invalid fields.'),
+          '409': problem('The confirmation token expired or was issued for another request.'),
+          '415': problem('The body is not JSON.'),
+          ...operatorResponses,
+        },
+      },
+    },
     [`/${openApiRoute}`]: {
       get: {
         operationId: 'getOpenApiDocument',
@@ -417,6 +538,53 @@ function parameters(): JsonSchema {
       required: false,
       description: 'How many dead letters to list, oldest first.',
       schema: inline(z.number().int().min(1).max(maxTop).default(50)),
+    },
+    WorkflowVersion: {
+      name: 'workflowVersion',
+      in: 'query',
+      required: false,
+      description: 'Only orders of this workflow version.',
+      schema: inline(z.number().int().min(1).max(999_999)),
+    },
+    CustomerId: {
+      name: 'customerId',
+      in: 'query',
+      required: false,
+      description: "Only this customer's orders.",
+      schema: inline(z.string().min(1).max(200)),
+    },
+    From: {
+      name: 'from',
+      in: 'query',
+      required: false,
+      description: 'Only orders that entered the state at or after this time.',
+      schema: inline(z.iso.datetime({ offset: true })),
+    },
+    To: {
+      name: 'to',
+      in: 'query',
+      required: false,
+      description: 'Only orders that entered the state at or before this time.',
+      schema: inline(z.iso.datetime({ offset: true })),
+    },
+    HistoryPageSize: {
+      name: 'pageSize',
+      in: 'query',
+      required: false,
+      schema: inline(z.number().int().min(1).max(1000).default(100)),
+    },
+    After: {
+      name: 'after',
+      in: 'query',
+      required: false,
+      description: 'The cursor of the previous answer.',
+      schema: inline(z.string().regex(/^[0-9]{1,13}$/)),
+    },
+    BulkAction: {
+      name: 'action',
+      in: 'path',
+      required: true,
+      schema: inline(z.enum(['resubmit', 'cancel', 'retry'])),
     },
     CancelReason: {
       name: 'reason',

@@ -3,6 +3,7 @@ import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/fu
 import {
   admission,
   decide,
+  historyEntryFor,
   isOrderId,
   orderIdFromIdempotencyKey,
   outstandingCommands,
@@ -20,9 +21,9 @@ import { annotate, currentTraceParent, stateFields } from '../observability/trac
 import { callerScope } from '../orders/callerScope.js';
 import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
 import { orderSummary, orderView } from '../orders/orderView.js';
-import { OrderAlreadyExists, type StoredOrder } from '../stateStore/index.js';
+import { OrderAlreadyExists, type IndexFilter, type StoredOrder } from '../stateStore/index.js';
 import { readJsonBody } from './jsonBody.js';
-import { requireOperator } from './operatorAuth.js';
+import { requireOperator, type Operator } from './operatorAuth.js';
 import { problem, problemTypes, validationProblem } from './problem.js';
 
 /**
@@ -56,7 +57,7 @@ export function isTableContinuationToken(token: string): boolean {
   }
 }
 
-function statusUrl(request: HttpRequest, orderId: string): string {
+export function statusUrl(request: HttpRequest, orderId: string): string {
   const url = new URL(request.url);
   return `${url.origin}/api/orders/${orderId}`;
 }
@@ -87,7 +88,7 @@ export function requestHash(body: OrderRequest): string {
 }
 
 /** Messages after a successful write: failing to send loses nothing (the Supervisor recovers). */
-async function sendAfterWrite(run: () => Promise<void>, log: Logger): Promise<void> {
+export async function sendAfterWrite(run: () => Promise<void>, log: Logger): Promise<void> {
   try {
     await run();
   } catch (e) {
@@ -97,7 +98,7 @@ async function sendAfterWrite(run: () => Promise<void>, log: Logger): Promise<vo
   }
 }
 
-function badOrderId(value: string | undefined): HttpResponseInit {
+export function badOrderId(value: string | undefined): HttpResponseInit {
   return problem(
     400,
     problemTypes.validation,
@@ -106,7 +107,7 @@ function badOrderId(value: string | undefined): HttpResponseInit {
   );
 }
 
-function notFound(orderId: string): HttpResponseInit {
+export function notFound(orderId: string): HttpResponseInit {
   return problem(404, problemTypes.notFound, 'Order not found', `No order ${orderId} is recorded.`);
 }
 
@@ -143,10 +144,14 @@ export async function submitOrder(
   }
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
-  const decision = decide(deps.workflows, null, { type: 'Submit', orderId }, now, deps.policy);
+  const submitted: OrderEvent = { type: 'Submit', orderId };
+  const decision = decide(deps.workflows, null, submitted, now, deps.policy);
   annotate(stateFields(decision.state));
   try {
-    await deps.store.submit(order, decision.state, currentTraceParent());
+    await deps.store.submit(order, decision.state, {
+      history: historyEntryFor(submitted, null, decision.state, now, decision.state.workflowVersion),
+      traceParent: currentTraceParent(),
+    });
   } catch (e) {
     if (!(e instanceof OrderAlreadyExists)) throw e;
     return replayedSubmission(deps, request, order, log);
@@ -233,6 +238,44 @@ export async function getOrder(
   };
 }
 
+/** The list's and the bulk actions' filter, read from a query string; a problem when invalid. */
+export function parseListFilter(
+  get: (name: string) => string | null,
+): { ok: true; filter: IndexFilter } | { ok: false; response: HttpResponseInit } {
+  const bad = (title: string, detail: string) => ({
+    ok: false as const,
+    response: problem(400, problemTypes.validation, title, detail),
+  });
+  const rawState = get('state');
+  const state = processStates.find((s) => s.toLowerCase() === rawState?.toLowerCase());
+  if (!state) return bad('Invalid state', `Give ?state= one of ${processStates.join(', ')}.`);
+  const filter: IndexFilter = { state };
+  const version = get('workflowVersion');
+  if (version !== null) {
+    if (!/^[1-9][0-9]{0,5}$/.test(version))
+      return bad('Invalid workflowVersion', 'workflowVersion is an integer from 1.');
+    filter.workflowVersion = Number(version);
+  }
+  const customer = get('customerId');
+  if (customer !== null) {
+    if (customer.length < 1 || customer.length > 200)
+      return bad('Invalid customerId', 'customerId is 1 to 200 characters.');
+    filter.customerId = customer;
+  }
+  for (const name of ['from', 'to'] as const) {
+    const raw = get(name);
+    if (raw === null) continue;
+    const at = new Date(raw);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(raw) || Number.isNaN(at.getTime())) {
+      return bad(`Invalid ${name}`, `${name} is an ISO 8601 date-time, e.g. 2030-01-01T00:00:00Z.`);
+    }
+    filter[name] = at;
+  }
+  if (filter.from && filter.to && filter.from > filter.to)
+    return bad('Invalid time range', 'from is after to.');
+  return { ok: true, filter };
+}
+
 export async function listOrders(
   deps: Dependencies,
   request: HttpRequest,
@@ -240,16 +283,9 @@ export async function listOrders(
 ): Promise<HttpResponseInit> {
   const guard = requireOperator(request);
   if (!guard.ok) return guard.response;
-  const rawState = request.query.get('state');
-  const state = processStates.find((s) => s.toLowerCase() === rawState?.toLowerCase());
-  if (!state) {
-    return problem(
-      400,
-      problemTypes.validation,
-      'Invalid state',
-      `Give ?state= one of ${processStates.join(', ')}.`,
-    );
-  }
+  const parsed = parseListFilter((name) => request.query.get(name));
+  if (!parsed.ok) return parsed.response;
+  const { filter } = parsed;
   const rawSize = request.query.get('pageSize');
   const pageSize = rawSize === null ? 50 : Number(rawSize);
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
@@ -269,18 +305,71 @@ export async function listOrders(
       'Pass the token from the previous page as is.',
     );
   }
-  const page = await deps.store.listOrdersByState(state, token, pageSize);
-  const body: Record<string, unknown> = { state, orders: page.items.map(orderSummary) };
+  const page = await deps.store.listOrders(filter, token, pageSize);
+  const body: Record<string, unknown> = { state: filter.state, orders: page.items.map(orderSummary) };
   if (page.continuationToken) {
     const next = new URL(request.url);
     next.search = '';
-    next.searchParams.set('state', state);
+    next.searchParams.set('state', filter.state);
+    if (filter.workflowVersion !== undefined)
+      next.searchParams.set('workflowVersion', String(filter.workflowVersion));
+    if (filter.customerId !== undefined) next.searchParams.set('customerId', filter.customerId);
+    if (filter.from) next.searchParams.set('from', filter.from.toISOString());
+    if (filter.to) next.searchParams.set('to', filter.to.toISOString());
     next.searchParams.set('pageSize', String(pageSize));
     next.searchParams.set('continuationToken', page.continuationToken);
     body.continuationToken = page.continuationToken;
     body.next = `${next.pathname}${next.search}`;
   }
   return { status: 200, headers: { 'Cache-Control': 'no-store' }, jsonBody: body };
+}
+
+/** One operator action on one order: what a single route and each line of a bulk run answer. */
+export type OperatorOutcome =
+  | { status: 202; state: OrderState }
+  | { status: 404; detail: string }
+  | { status: 409; detail: string; processState: OrderState['processState'] };
+
+export async function applyOperatorEvent(
+  deps: Dependencies,
+  orderId: string,
+  event: OrderEvent,
+  conflictDetail: (state: OrderState) => string,
+  log: Logger,
+): Promise<OperatorOutcome> {
+  // ETag-guarded like every transition: two operators (or two bulk runs) acting on the same
+  // order apply once; the other re-reads, is refused, and answers 409.
+  const result = await applyEvent(deps, orderId, event);
+  switch (result.kind) {
+    case 'not-found':
+      return { status: 404, detail: `No order ${orderId} is recorded.` };
+    case 'skipped':
+    case 'refused': {
+      const state = result.current.state;
+      return { status: 409, detail: conflictDetail(state), processState: state.processState };
+    }
+    case 'applied': {
+      log.info('operator action recorded', { to: result.state.processState });
+      const now = deps.clock.now();
+      await sendAfterWrite(() => carryOut(deps, result.commands, result.before.order, now, log), log);
+      return { status: 202, state: result.state };
+    }
+  }
+}
+
+export function operatorLog(
+  context: InvocationContext,
+  orderId: string,
+  event: OrderEvent,
+  operator: Operator,
+) {
+  return logger(context, {
+    actor: 'operator',
+    orderId,
+    action: event.type,
+    operator: operator.name,
+    operatorId: operator.id,
+  });
 }
 
 async function operatorAction(
@@ -295,32 +384,29 @@ async function operatorAction(
   const orderId = request.params.orderId;
   if (!isOrderId(orderId)) return badOrderId(orderId);
   const event = eventBy(guard.operator.name);
-  const log = logger(context, {
-    actor: 'operator',
-    orderId,
-    action: event.type,
-    operator: guard.operator.name,
-    operatorId: guard.operator.id,
-  });
-  const result = await applyEvent(deps, orderId, event);
-  switch (result.kind) {
-    case 'not-found':
-      return notFound(orderId);
-    case 'skipped':
-    case 'refused': {
-      const state = result.current.state;
-      return problem(409, problemTypes.invalidState, 'Not allowed in this state', conflictDetail(state), {
-        processState: state.processState,
-      });
-    }
-    case 'applied': {
-      log.info('operator action recorded', { to: result.state.processState });
-      const now = deps.clock.now();
-      await sendAfterWrite(() => carryOut(deps, result.commands, result.before.order, now, log), log);
-      return accepted(request, result.state);
-    }
+  const log = operatorLog(context, orderId, event, guard.operator);
+  const outcome = await applyOperatorEvent(deps, orderId, event, conflictDetail, log);
+  if (outcome.status === 404) return notFound(orderId);
+  if (outcome.status === 409) {
+    return problem(409, problemTypes.invalidState, 'Not allowed in this state', outcome.detail, {
+      processState: outcome.processState,
+    });
   }
+  return accepted(request, outcome.state);
 }
+
+/** Why each operator action can be refused, for one order or each of a bulk run. */
+export const conflictDetails = {
+  resubmit: (s: OrderState) => `Only an order in Error can be resubmitted; this one is ${s.processState}.`,
+  cancel: (s: OrderState) =>
+    s.processState === 'Compensating'
+      ? 'The order is already being compensated.'
+      : `The order is already finished (${s.processState}); there is nothing to cancel.`,
+  retry: (s: OrderState) =>
+    s.processState === 'Pending'
+      ? 'The order is already due (no back-off to skip); its claim is on its way.'
+      : `Only a Pending order waiting out a back-off can be retried now; this one is ${s.processState}.`,
+};
 
 export function resubmitOrder(deps: Dependencies, request: HttpRequest, context: InvocationContext) {
   return operatorAction(
@@ -328,7 +414,7 @@ export function resubmitOrder(deps: Dependencies, request: HttpRequest, context:
     request,
     context,
     (by) => ({ type: 'OperatorResubmit', by }),
-    (s) => `Only an order in Error can be resubmitted; this one is ${s.processState}.`,
+    conflictDetails.resubmit,
   );
 }
 
@@ -339,9 +425,17 @@ export function cancelOrder(deps: Dependencies, request: HttpRequest, context: I
     request,
     context,
     (by) => ({ type: 'OperatorCancel', by, ...(reason ? { reason } : {}) }),
-    (s) =>
-      s.processState === 'Compensating'
-        ? 'The order is already being compensated.'
-        : `The order is already finished (${s.processState}); there is nothing to cancel.`,
+    conflictDetails.cancel,
+  );
+}
+
+/** Skip the back-off of a Pending order: its claim goes out now (once; a second call is a 409). */
+export function retryOrder(deps: Dependencies, request: HttpRequest, context: InvocationContext) {
+  return operatorAction(
+    deps,
+    request,
+    context,
+    (by) => ({ type: 'OperatorRetry', by }),
+    conflictDetails.retry,
   );
 }

@@ -92,6 +92,13 @@ export const orderSummarySchema = z.strictObject({
   failureCount: z.number().int().nonnegative(),
   error: orderErrorSchema,
   updatedAt: timestamp,
+  workflow: z.string(),
+  workflowVersion: z.number().int().min(1),
+  customerId: z.string(),
+  createdAt: timestamp,
+  stateSince: timestamp.meta({
+    description: 'When the order entered its process state (what from/to filter on).',
+  }),
 });
 export type OrderSummary = z.output<typeof orderSummarySchema>;
 
@@ -144,12 +151,19 @@ export function orderView(order: Order | undefined, state: OrderState): OrderVie
 }
 
 /** One line of the operator's list. */
-export function orderSummary(state: Omit<OrderState, 'steps'>): OrderSummary {
+export function orderSummary(
+  state: Omit<OrderState, 'steps'> & { customerId: string; workflowVersion: number; stateSince: Date },
+): OrderSummary {
   return {
     orderId: state.orderId,
     processState: state.processState,
     failureCount: state.failureCount,
     error: state.errorCode ? { code: state.errorCode, detail: state.errorDetail } : null,
     updatedAt: state.updatedAt.toISOString(),
+    workflow: state.workflow,
+    workflowVersion: state.workflowVersion,
+    customerId: state.customerId,
+    createdAt: state.createdAt.toISOString(),
+    stateSince: state.stateSince.toISOString(),
   };
 }

@@ -1,36 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import type { TableEntity } from '@azure/data-tables';
+import { clipHistoryError, type HistoryActor, type HistoryEntry } from '../domain/history.js';
+import type { Row } from './rows.js';
+
+export type { HistoryActor, HistoryEntry } from '../domain/history.js';
 
 /**
- * One history entity per event in the order's partition (CONTRACT.md, "Order history").
- * Written here, ahead of the history helper's version of this module, by the operator's
- * dead-letter actions; at merge that version replaces this one (same signature).
+ * History rows live in the order's own partition, so a transition writes its entry in the same
+ * entity-group transaction (one billed request, all or nothing). RowKey
+ * `history:{13-digit epoch ms}:{8 hex}` sorts oldest first and sorts before `order`, `state` and
+ * `step:*`, so the order's load reads `RowKey ge 'order'` and never pays for its history.
  */
-export interface HistoryEntry {
-  at: Date;
-  actor: 'submission' | 'scheduler' | 'agent' | 'supervisor' | 'operator';
-  /** Operator name/identity, when actor = operator. */
-  by?: string;
-  event: string;
-  step?: string;
-  attempt?: number;
-  run?: number;
-  workflow?: string;
-  workflowVersion?: number;
-  /** Process state after the transition, or 'redriven' / 'discarded'. */
-  outcome?: string;
-  /** Error code + detail, truncated to 2,000 characters. */
-  error?: string;
-  traceId?: string;
+export const historyRowPrefix = 'history:';
+/** The first key after every history key (':' + 1 = ';'). */
+export const historyRowEnd = 'history;';
+
+export function historyRowKey(at: Date): string {
+  return `${historyRowPrefix}${String(at.getTime()).padStart(13, '0')}:${randomBytes(4).toString('hex')}`;
 }
 
-const maxErrorChars = 2_000;
 type Props = Record<string, unknown>;
-
-/** `history:{13-digit epoch ms}:{8 hex}`: sorts oldest first within the partition. */
-export function historyRowKey(at: Date, unique = randomBytes(4).toString('hex')): string {
-  return `history:${String(at.getTime()).padStart(13, '0')}:${unique}`;
-}
 
 export function historyEntryToRow(orderId: string, entry: HistoryEntry): TableEntity<Props> {
   const row: TableEntity<Props> = {
@@ -40,41 +29,46 @@ export function historyEntryToRow(orderId: string, entry: HistoryEntry): TableEn
     Actor: entry.actor,
     Event: entry.event,
   };
-  const optional: Props = {
-    By: entry.by,
-    Step: entry.step,
-    Attempt: entry.attempt,
-    Run: entry.run,
-    Workflow: entry.workflow,
-    WorkflowVersion: entry.workflowVersion,
-    Outcome: entry.outcome,
-    Error: entry.error?.slice(0, maxErrorChars),
-    TraceId: entry.traceId,
-  };
-  for (const [k, v] of Object.entries(optional)) if (v !== undefined && v !== null) row[k] = v;
+  if (entry.by !== undefined) row.By = entry.by.slice(0, 200);
+  if (entry.step !== undefined) row.Step = entry.step;
+  if (entry.attempt !== undefined) row.Attempt = entry.attempt;
+  if (entry.run !== undefined) row.Run = entry.run;
+  if (entry.workflow !== undefined) row.Workflow = entry.workflow;
+  if (entry.workflowVersion !== undefined) row.WorkflowVersion = entry.workflowVersion;
+  if (entry.outcome !== undefined) row.Outcome = entry.outcome;
+  if (entry.error !== undefined) row.Error = clipHistoryError(entry.error);
+  if (entry.traceId !== undefined) row.TraceId = entry.traceId;
   return row;
 }
 
-export function rowToHistoryEntry(row: Props): HistoryEntry {
-  const str = (k: string) => (typeof row[k] === 'string' ? (row[k] as string) : undefined);
-  const num = (k: string) => (typeof row[k] === 'number' ? (row[k] as number) : undefined);
-  const at = row.At instanceof Date ? row.At : new Date(String(row.At));
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const int = (v: unknown): number | undefined =>
+  typeof v === 'number' ? v : typeof v === 'string' && v !== '' ? Number(v) : undefined;
+
+export function rowToHistoryEntry(row: Row | TableEntity<Props>): HistoryEntry {
+  const r = row as Props;
+  const at = r.At instanceof Date ? r.At : new Date(String(r.At ?? r.timestamp ?? 0));
   const entry: HistoryEntry = {
     at,
-    actor: (str('Actor') ?? 'operator') as HistoryEntry['actor'],
-    event: str('Event') ?? '',
+    actor: (str(r.Actor) ?? 'operator') as HistoryActor,
+    event: str(r.Event) ?? 'Unknown',
   };
-  const optional: Partial<HistoryEntry> = {
-    by: str('By'),
-    step: str('Step'),
-    attempt: num('Attempt'),
-    run: num('Run'),
-    workflow: str('Workflow'),
-    workflowVersion: num('WorkflowVersion'),
-    outcome: str('Outcome'),
-    error: str('Error'),
-    traceId: str('TraceId'),
+  const set = <K extends keyof HistoryEntry>(k: K, v: HistoryEntry[K] | undefined): void => {
+    if (v !== undefined) entry[k] = v;
   };
-  for (const [k, v] of Object.entries(optional)) if (v !== undefined) (entry as unknown as Props)[k] = v;
+  set('by', str(r.By));
+  set('step', str(r.Step));
+  set('attempt', int(r.Attempt));
+  set('run', int(r.Run));
+  set('workflow', str(r.Workflow));
+  set('workflowVersion', int(r.WorkflowVersion));
+  set('outcome', str(r.Outcome));
+  set('error', str(r.Error));
+  set('traceId', str(r.TraceId));
   return entry;
+}
+
+/** History as the API shows it: `at` as ISO text. */
+export function historyEntryJson(entry: HistoryEntry): Record<string, unknown> {
+  return { ...entry, at: entry.at.toISOString() };
 }

@@ -12,12 +12,19 @@ export class StoreMetrics {
   requests = 0;
   transactions = 0;
   entitiesRead = 0;
+  /**
+   * Queries whose filter names no PartitionKey: the service walks every partition of the table
+   * for them (Azurite answers quickly anyway, Azure bills the scan's time and pages), so this is
+   * what shows a listing that costs O(table) rather than O(page).
+   */
+  tableScans = 0;
   readonly byMethod: Record<string, number> = {};
 
   reset(): void {
     this.requests = 0;
     this.transactions = 0;
     this.entitiesRead = 0;
+    this.tableScans = 0;
     for (const k of Object.keys(this.byMethod)) delete this.byMethod[k];
   }
 
@@ -25,12 +32,14 @@ export class StoreMetrics {
     requests: number;
     transactions: number;
     entitiesRead: number;
+    tableScans: number;
     byMethod: Record<string, number>;
   } {
     return {
       requests: this.requests,
       transactions: this.transactions,
       entitiesRead: this.entitiesRead,
+      tableScans: this.tableScans,
       byMethod: { ...this.byMethod },
     };
   }
@@ -43,8 +52,17 @@ export class StoreMetrics {
         this.requests += 1;
         this.byMethod[request.method] = (this.byMethod[request.method] ?? 0) + 1;
         if (/\/\$batch(\?|$)/.test(request.url)) this.transactions += 1;
+        if (request.method === 'GET' && isScan(request.url)) this.tableScans += 1;
         return next(request);
       },
     };
   }
+}
+
+/** A query (not a point read, not the table list) whose filter does not pin one partition. */
+function isScan(url: string): boolean {
+  const u = new URL(url);
+  const last = decodeURIComponent(u.pathname).split('/').pop() ?? '';
+  if (/^Tables/.test(last) || /\(PartitionKey=.*\)$/.test(last)) return false;
+  return !/PartitionKey eq '/.test(u.searchParams.get('$filter') ?? '');
 }

@@ -13,8 +13,16 @@ import {
   OrderNotFound,
   TooManyConflicts,
 } from './errors.js';
+import {
+  historyEntryToRow,
+  historyRowEnd,
+  historyRowPrefix,
+  rowToHistoryEntry,
+  type HistoryEntry,
+} from './historyRows.js';
 import { InFlightIndex } from './inFlightIndex.js';
 import { StoreMetrics } from './metrics.js';
+import { StateCounts, StateIndex, type IndexedOrder, type IndexFilter } from './stateIndex.js';
 import {
   orderToRow,
   rowToOrder,
@@ -38,14 +46,36 @@ export interface StoredOrder {
    * context, like the Supervisor's retry, continues the order's trace from it.
    */
   traceParent?: string;
+  /** When the order entered its process state: the state index entry it is listed under. */
+  stateSince?: Date;
+  /** The workflow version the state row records (1 when the row has none). */
+  workflowVersion?: number;
 }
 
 /** The process-state row alone (no steps): what listings return. */
 export type OrderSummary = Omit<OrderState, 'steps'>;
 
+/** A line of the operator's list: the state row, confirmed, plus what the index carries. */
+export type ListedOrder = OrderSummary & { customerId: string; workflowVersion: number; stateSince: Date };
+
+/** A change the console's live view picks up. */
+export interface OrderChange {
+  orderId: string;
+  processState: ProcessState;
+  updatedAt: Date;
+}
+
+/**
+ * How long an index entry the order's state row does not confirm is only hidden, not deleted: its
+ * transaction may still be on its way (entries are written before it). Far above any transaction.
+ */
+const indexEntryGraceMs = 2 * 60_000;
+
 export interface StateStoreOptions {
   ordersTable?: string;
   inFlightTable?: string;
+  /** The operator's state index and counters (stateIndex.ts). */
+  stateIndexTable?: string;
   metrics?: StoreMetrics;
   /** Identity connections only; DefaultAzureCredential when absent. */
   credential?: TokenCredential;
@@ -76,16 +106,21 @@ export interface Page<T> {
  */
 export class StateStore {
   readonly index: InFlightIndex;
+  readonly stateIndex: StateIndex;
+  readonly counts: StateCounts;
 
   private constructor(
     readonly orders: TableClient,
     inFlight: TableClient,
+    stateIndexTable: TableClient,
     readonly metrics: StoreMetrics,
     private readonly maxConflictAttempts: number,
     indexGraceSeconds?: number,
     indexRecheckSeconds?: number,
   ) {
     this.index = new InFlightIndex(inFlight, orders, metrics, indexGraceSeconds, indexRecheckSeconds);
+    this.stateIndex = new StateIndex(stateIndexTable, metrics);
+    this.counts = new StateCounts(stateIndexTable, metrics);
   }
 
   /** Connects and creates the tables on first use. */
@@ -98,10 +133,17 @@ export class StateStore {
       metrics,
       options.credential,
     );
-    await Promise.all([ensureTable(orders), ensureTable(inFlight)]);
+    const stateIndex = tableClient(
+      connection,
+      options.stateIndexTable ?? 'OrderIndex',
+      metrics,
+      options.credential,
+    );
+    await Promise.all([ensureTable(orders), ensureTable(inFlight), ensureTable(stateIndex)]);
     return new StateStore(
       orders,
       inFlight,
+      stateIndex,
       metrics,
       options.maxConflictAttempts ?? 5,
       options.indexGraceSeconds,
@@ -112,9 +154,14 @@ export class StateStore {
   /**
    * Stores a new order: its index row first (so the index is a superset), then order, state and
    * step rows in one transaction. An existing orderId throws OrderAlreadyExists with its stored
-   * request hash; nothing is overwritten.
+   * request hash; nothing is overwritten. `history` is written in the same transaction.
    */
-  async submit(order: Order, initial: OrderState, traceParent?: string): Promise<StoredOrder> {
+  async submit(
+    order: Order,
+    initial: OrderState,
+    extras: { history?: HistoryEntry; traceParent?: string } = {},
+  ): Promise<StoredOrder> {
+    const { history, traceParent } = extras;
     assertOrderId(order.orderId);
     if (initial.orderId !== order.orderId) throw new Error('order and state name different orders');
     if (isTerminal(initial.processState)) throw new Error('a new order cannot start terminal');
@@ -123,13 +170,22 @@ export class StateStore {
       initial.completeBy ?? new Date(),
       initial.updatedAt,
     );
+    const listed = indexed(
+      order.orderId,
+      initial,
+      initial.updatedAt,
+      order.customerId,
+      initial.workflowVersion,
+    );
+    await this.stateIndex.enter(listed);
     const actions: TransactionAction[] = [
       [
         'create',
         orderToRow(order, { name: initial.workflow, version: initial.workflowVersion }, traceParent),
       ],
-      ['create', withIndexEtag(stateToRow(initial), indexEtag)],
+      ['create', { ...withIndexEtag(stateToRow(initial), indexEtag), StateSince: listed.since }],
       ...initial.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
+      ...(history ? [['create', historyEntryToRow(order.orderId, history)] as TransactionAction] : []),
     ];
     let response;
     try {
@@ -142,7 +198,7 @@ export class StateStore {
       throw e;
     }
     const etag = (i: number): string => response.subResponses[i]?.etag ?? '*';
-    return {
+    const stored: StoredOrder = {
       order,
       state: initial,
       etags: {
@@ -151,15 +207,22 @@ export class StateStore {
         ...(indexEtag !== undefined ? { index: indexEtag } : {}),
       },
       ...(traceParent !== undefined ? { traceParent } : {}),
+      stateSince: listed.since,
+      workflowVersion: initial.workflowVersion,
     };
+    await this.counts.move(null, initial.processState).catch(() => undefined); // see StateCounts
+    return stored;
   }
 
-  /** One partition query: the order, its state and its steps; null when there is no such order. */
+  /**
+   * One partition query: the order, its state and its steps; null when there is no such order.
+   * History rows sort before `order` and are not read (a load costs the same after 1,000 entries).
+   */
   async load(orderId: string): Promise<StoredOrder | null> {
     assertOrderId(orderId);
     const rows: Row[] = [];
     const pages = this.orders.listEntities<Record<string, unknown>>({
-      queryOptions: { filter: odata`PartitionKey eq ${orderId}` },
+      queryOptions: { filter: odata`PartitionKey eq ${orderId} and RowKey ge ${orderRowKey}` },
     });
     for await (const row of pages) rows.push(row as Row);
     this.metrics.entitiesRead += rows.length;
@@ -178,14 +241,18 @@ export class StateStore {
         ...(typeof stateRow.IndexETag === 'string' ? { index: stateRow.IndexETag } : {}),
       },
       ...(typeof orderRow.TraceParent === 'string' ? { traceParent: orderRow.TraceParent } : {}),
+      ...(sinceOf(stateRow) !== undefined ? { stateSince: sinceOf(stateRow) } : {}),
+      workflowVersion: versionOf(stateRow),
     };
   }
 
   /**
    * Writes a transition: the state row and every changed step row, each with the ETag it was read
-   * with, in one transaction. Never an upsert. Throws ConcurrencyConflict when anyone wrote first.
+   * with, in one transaction, with the transition's `history` entry (no extra request). Never an
+   * upsert. Throws ConcurrencyConflict when anyone wrote first (and then no entry is written).
+   * A change of process state lists the order under its next state first (stateIndex.ts).
    */
-  async save(current: StoredOrder, next: OrderState): Promise<StoredOrder> {
+  async save(current: StoredOrder, next: OrderState, history?: HistoryEntry): Promise<StoredOrder> {
     const orderId = current.state.orderId;
     if (next.orderId !== orderId || next.steps.length !== current.state.steps.length) {
       throw new Error('save: next state does not belong to the loaded order');
@@ -197,10 +264,21 @@ export class StateStore {
     // The index row's ETag travels in the state row (Replace would drop it otherwise).
     let indexEtag = current.etags.index;
     if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
+    const version = current.workflowVersion ?? 1;
+    const moving = next.processState !== current.state.processState;
+    const since = moving ? next.updatedAt : (current.stateSince ?? null);
+    const listed = indexed(orderId, next, since ?? next.updatedAt, current.order.customerId, version);
+    if (moving) await this.stateIndex.enter(listed);
 
-    const actions: TransactionAction[] = [
-      ['update', withIndexEtag(stateToRow(next), indexEtag), 'Replace', { etag: current.etags.state }],
-    ];
+    const stateRow = {
+      ...withIndexEtag(stateToRow(next), indexEtag),
+      ...(since ? { StateSince: since } : {}),
+    } as ReturnType<typeof stateToRow>;
+    // Rows written before workflow versions carry none; later ones keep theirs across a Replace.
+    if (current.workflowVersion !== undefined && !('WorkflowVersion' in stateRow)) {
+      (stateRow as Record<string, unknown>).WorkflowVersion = current.workflowVersion;
+    }
+    const actions: TransactionAction[] = [['update', stateRow, 'Replace', { etag: current.etags.state }]];
     const changed: string[] = [];
     next.steps.forEach((st, i) => {
       const row = stepToRow(orderId, i, st);
@@ -211,6 +289,7 @@ export class StateStore {
       actions.push(['update', row, 'Replace', { etag }]);
       changed.push(st.name);
     });
+    if (history) actions.push(['create', historyEntryToRow(orderId, history)]);
     let response;
     try {
       response = await this.orders.submitTransaction(actions);
@@ -228,12 +307,23 @@ export class StateStore {
       state: next,
       etags: { state: etag(0), steps: stepEtags, ...(indexEtag !== undefined ? { index: indexEtag } : {}) },
       ...(current.traceParent !== undefined ? { traceParent: current.traceParent } : {}),
+      ...(since ? { stateSince: since } : {}),
+      ...(current.workflowVersion !== undefined ? { workflowVersion: current.workflowVersion } : {}),
     };
 
     // The second put changes the row's ETag: the state row's copy is then stale, and the
     // finishing save takes the careful path (read, check, delete) for this run.
     if (reopening) await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
     if (finishing) await this.index.removeAsWritten(orderId, indexEtag).catch(() => undefined); // the sweep repairs
+    if (moving) {
+      // Best effort: a reader deletes entries the state row does not confirm; see StateCounts.
+      const before = current.stateSince ?? current.state.updatedAt;
+      const previous = indexed(orderId, current.state, before, current.order.customerId, version);
+      await Promise.all([
+        this.stateIndex.leave(previous).catch(() => undefined),
+        this.counts.move(current.state.processState, next.processState).catch(() => undefined),
+      ]);
+    }
     return stored;
   }
 
@@ -244,6 +334,7 @@ export class StateStore {
   async applyWithRetry(
     orderId: string,
     decide: (current: StoredOrder) => Decision,
+    describe?: (current: StoredOrder, decision: Decision) => HistoryEntry,
   ): Promise<{ stored: StoredOrder; decision: Decision; conflicts: number }> {
     // Not a transient-fault retry (cockatiel's job, and cockatiel 4 is ESM-only anyway): each
     // round re-reads newer state and decides afresh, so the loop is the optimistic-concurrency
@@ -253,7 +344,7 @@ export class StateStore {
       if (current === null) throw new OrderNotFound(orderId);
       const decision = decide(current);
       try {
-        const stored = await this.save(current, decision.state);
+        const stored = await this.save(current, decision.state, describe?.(current, decision));
         return { stored, decision, conflicts };
       } catch (e) {
         if (!(e instanceof ConcurrencyConflict)) throw e;
@@ -263,45 +354,126 @@ export class StateStore {
     }
   }
 
-  /**
-   * Operator listing by process state, newest partitions in key order. Pages can come back empty
-   * with a continuation token (the service stops after 5 s or a partition range); this keeps
-   * reading until it has pageSize items, runs out, or has read maxRequests pages, and then
-   * returns the token. The filter is on a non-key property, so the service scans: an operator
-   * tool, not a hot path.
-   */
-  async listOrdersByState(
+  /** The operator's list by state (kept for callers that need no other filter). */
+  listOrdersByState(
     state: ProcessState,
     continuationToken?: string,
     pageSize = 50,
-    maxRequests = 20,
-  ): Promise<Page<OrderSummary>> {
-    if (!processStates.includes(state)) throw new RangeError(`unknown process state ${String(state)}`);
+  ): Promise<Page<ListedOrder>> {
+    return this.listOrders({ state }, continuationToken, pageSize);
+  }
+
+  /**
+   * One page of the operator's list, newest state change first, from the state index: reads the
+   * page's index entries and each one's state row (to confirm it), never the Orders table.
+   * Unconfirmed entries are skipped (and deleted once past their grace). Reads at most
+   * maxRequests index pages, then returns the token (a page may be short, never wrong).
+   */
+  async listOrders(
+    filter: IndexFilter,
+    continuationToken?: string,
+    pageSize = 50,
+    maxRequests = 5,
+  ): Promise<Page<ListedOrder>> {
+    if (!processStates.includes(filter.state)) {
+      throw new RangeError(`unknown process state ${String(filter.state)}`);
+    }
     if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
       throw new RangeError('pageSize must be 1..1000');
     }
-    const items: OrderSummary[] = [];
+    const items: ListedOrder[] = [];
     let token = continuationToken;
     for (let request = 0; request < maxRequests && items.length < pageSize; request++) {
-      const pages = this.orders
-        .listEntities<Record<string, unknown>>({
-          queryOptions: { filter: odata`RowKey eq ${stateRowKey} and ProcessState eq ${state}` },
-        })
-        .byPage({ maxPageSize: pageSize - items.length, continuationToken: token });
-      const { value, done } = await pages.next();
-      if (done || !value) {
-        token = undefined;
-        break;
-      }
-      this.metrics.entitiesRead += value.length;
-      for (const row of value) {
-        const { steps: _steps, ...summary } = rowToState(row as Row, []);
-        items.push(summary);
-      }
-      token = value.continuationToken;
+      const page = await this.stateIndex.page(filter, pageSize - items.length, token);
+      items.push(...(await this.confirmed(page.rows)));
+      token = page.continuationToken;
       if (!token) break;
     }
     return token ? { items, continuationToken: token } : { items };
+  }
+
+  /**
+   * Orders whose process state changed after `after` and by `until`, oldest first, at most
+   * `limit`: reads O(changes) (one range per state, plus each order's state row to confirm it).
+   */
+  async changes(after: Date, until: Date, limit = 200): Promise<OrderChange[]> {
+    const rows = await this.stateIndex.changedBetween(after, until, limit);
+    const listed = await this.confirmed(rows);
+    return listed.map((o) => ({ orderId: o.orderId, processState: o.processState, updatedAt: o.updatedAt }));
+  }
+
+  /**
+   * The order longest in a non-terminal state (Pending, Processing, Compensating): the first
+   * confirmed `a:` entry of each, a handful of reads.
+   */
+  async oldestInFlight(): Promise<ListedOrder | null> {
+    const firsts = await Promise.all(
+      (['Pending', 'Processing', 'Compensating'] as const).map(async (state) => {
+        const [first] = await this.confirmed(await this.stateIndex.oldest(state, 5));
+        return first;
+      }),
+    );
+    const found = firsts.filter((o): o is ListedOrder => o !== undefined);
+    if (found.length === 0) return null;
+    return found.reduce((a, b) => (a.stateSince.getTime() <= b.stateSince.getTime() ? a : b));
+  }
+
+  /** Orders per state from the sharded counters (O(1); see StateCounts for how exact). */
+  countsPerState(): Promise<Record<ProcessState, number>> {
+    return this.counts.totals();
+  }
+
+  /** One page of an order's history, oldest first; null when there is no such order. */
+  async history(
+    orderId: string,
+    pageSize = 100,
+    continuationToken?: string,
+  ): Promise<(Page<HistoryEntry> & { exists: boolean }) | null> {
+    assertOrderId(orderId);
+    const filter = odata`PartitionKey eq ${orderId} and RowKey gt ${historyRowPrefix} and RowKey lt ${historyRowEnd}`;
+    const pages = this.orders
+      .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
+      .byPage({ maxPageSize: pageSize, continuationToken });
+    const { value, done } = await pages.next();
+    const rows = done || !value ? [] : value;
+    this.metrics.entitiesRead += rows.length;
+    if (rows.length === 0 && continuationToken === undefined) {
+      if ((await this.getRow(orderId, stateRowKey)) === null) return null;
+    }
+    const items = rows.map((r) => rowToHistoryEntry(r as Row));
+    const next = !done && value ? value.continuationToken : undefined;
+    return next ? { items, continuationToken: next, exists: true } : { items, exists: true };
+  }
+
+  /** Keeps the entries their order's state row confirms; deletes stale ones past their grace. */
+  private async confirmed(rows: IndexedOrder[]): Promise<ListedOrder[]> {
+    const now = Date.now();
+    const checked = await Promise.all(
+      rows.map(async (entry) => ({ entry, row: await this.getRow(entry.orderId, stateRowKey) })),
+    );
+    const out: ListedOrder[] = [];
+    for (const { entry, row } of checked) {
+      const since = row ? sinceOf(row)?.getTime() : undefined;
+      const confirms =
+        row !== null &&
+        row.ProcessState === entry.state &&
+        (since === undefined || since === entry.since.getTime());
+      if (confirms) {
+        const { steps: _steps, ...summary } = rowToState(row, []);
+        out.push({
+          ...summary,
+          customerId: entry.customerId,
+          workflowVersion: versionOf(row),
+          stateSince: entry.since,
+        });
+        continue;
+      }
+      const superseded = since !== undefined && since > entry.since.getTime();
+      if (superseded || now - entry.since.getTime() > indexEntryGraceMs) {
+        await this.stateIndex.removeEach(entry).catch(() => undefined);
+      }
+    }
+    return out;
   }
 
   private async getRow(orderId: string, rowKey: string): Promise<Row | null> {
@@ -314,6 +486,27 @@ export class StateStore {
       throw e;
     }
   }
+}
+
+/** What the state index lists an order under. */
+function indexed(
+  orderId: string,
+  state: OrderState,
+  since: Date,
+  customerId: string,
+  workflowVersion: number,
+): IndexedOrder {
+  return { orderId, state: state.processState, since, customerId, workflow: state.workflow, workflowVersion };
+}
+
+function sinceOf(row: Row): Date | undefined {
+  const v = row.StateSince;
+  return v instanceof Date ? v : typeof v === 'string' ? new Date(v) : undefined;
+}
+
+/** A state row without the column was written before workflow versions: version 1. */
+function versionOf(row: Row): number {
+  return typeof row.WorkflowVersion === 'number' ? row.WorkflowVersion : 1;
 }
 
 /** The state row with the ETag of the order's index row as last written by its own put. */

@@ -54,7 +54,9 @@ export class OpenApiValidator {
         ),
         params: (template.match(/\{/g) ?? []).length,
       }))
-      .sort((a, b) => a.params - b.params);
+      // Fewer parameters first, then literal segments before a parameter (as the host matches):
+      // /orders/bulk/{action} before /orders/{orderId}/cancel.
+      .sort((a, b) => a.params - b.params || b.template.indexOf('{') - a.template.indexOf('{'));
     const servers = (document.servers as Array<{ url: string }> | undefined) ?? [];
     this.basePath = new URL(servers[0]?.url ?? '/', 'http://x').pathname.replace(/\/$/, '');
   }

@@ -28,7 +28,8 @@ describe('the API answers as its OpenAPI document says', () => {
         SUPERVISOR_SCHEDULE: '*/1 * * * * *',
         FAILURE_SOFT_THRESHOLD: '1',
         FAILURE_HARD_THRESHOLD: '2',
-        EXTENDED_BACKOFF_SECONDS: '1',
+        // Long enough to catch an order waiting out its back-off (retry skips it).
+        EXTENDED_BACKOFF_SECONDS: '60',
       },
     });
     validator = await OpenApiValidator.served(stack.baseUrl);
@@ -126,8 +127,8 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.deepEqual(documentedOps, registered.sort());
     assert.equal(
       documentedOps.filter((k) => k.endsWith(' operator')).length,
-      7,
-      'list, resubmit, cancel and the four dead-letter routes are the operator operations',
+      12,
+      'list, counts, changes, history, resubmit, cancel, retry, bulk and the four dead-letter routes are the operator operations',
     );
   });
 
@@ -147,6 +148,11 @@ describe('the API answers as its OpenAPI document says', () => {
       ['POST', `/orders/${id}/resubmit`],
       ['POST', `/orders/${id}/cancel`],
       ...deadLetterRoutes,
+      ['POST', `/orders/${id}/retry`],
+      ['GET', `/orders/${id}/history`],
+      ['GET', '/orders/counts'],
+      ['GET', '/orders/changes'],
+      ['POST', '/orders/bulk/cancel'],
     ]) {
       const res = await call(method!, path!, { as: 'nobody' });
       assert.ok(operatorRefusal(res), `${method} ${path}: ${res.status} ${res.raw}`);
@@ -160,6 +166,11 @@ describe('the API answers as its OpenAPI document says', () => {
       ['POST', `/orders/${id}/resubmit`],
       ['POST', `/orders/${id}/cancel`],
       ...deadLetterRoutes,
+      ['POST', `/orders/${id}/retry`],
+      ['GET', `/orders/${id}/history`],
+      ['GET', '/orders/counts'],
+      ['GET', '/orders/changes'],
+      ['POST', '/orders/bulk/cancel'],
     ]) {
       const withHeader = await call(method!, path!);
       assert.equal(withHeader.status, 403, `${method} ${path}: ${withHeader.raw}`);
@@ -231,10 +242,25 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal((await operator('POST', `/orders/${randomUUID()}/cancel`)).status, 404);
   });
 
-  it('resubmit: 409 unless in Error, 202 in Error; 400 and 404', async () => {
+  it('retry, then resubmit: retry skips a back-off once (202, then 409); resubmit 409 unless in Error, 202 in Error; history records it all', async () => {
     const placed = await call('POST', '/orders', { json: orderBody(['SKU-1', 'FAULT:shipping:hang:99']) });
     const id = placed.body.orderId as string;
     assert.equal((await operator('POST', `/orders/${id}/resubmit`)).status, 409);
+    // The first timeout puts the order into its 60 s back-off; retry skips it.
+    await waitFor(
+      'the order to wait out a back-off',
+      async () => {
+        const o = await call('GET', `/orders/${id}`);
+        return o.body.processState === 'Pending' && (o.body.failureCount as number) >= 1;
+      },
+      120_000,
+      300,
+    );
+    const retried = await operator('POST', `/orders/${id}/retry`);
+    assert.equal(retried.status, 202, retried.raw);
+    assert.equal((await operator('POST', `/orders/${id}/retry`)).status, 409, 'nothing left to skip');
+    assert.equal((await operator('POST', '/orders/NOT-AN-ID/retry')).status, 400);
+    assert.equal((await operator('POST', `/orders/${randomUUID()}/retry`)).status, 404);
     await waitFor(
       'the order to give up and end in Error',
       async () => (await call('GET', `/orders/${id}`)).body.processState === 'Error',
@@ -246,6 +272,96 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal(resubmitted.body.processState, 'Pending');
     assert.equal((await operator('POST', '/orders/NOT-AN-ID/resubmit')).status, 400);
     assert.equal((await operator('POST', `/orders/${randomUUID()}/resubmit`)).status, 404);
+
+    const history = await operator('GET', `/orders/${id}/history?pageSize=1000`);
+    assert.equal(history.status, 200);
+    const events = (history.body.entries as Array<{ event: string; actor: string; by?: string }>).map(
+      (e) => `${e.actor}:${e.event}`,
+    );
+    assert.equal(events[0], 'submission:OrderSubmitted');
+    assert.ok(events.includes('supervisor:TimedOut'), events.join());
+    assert.ok(events.includes('operator:OperatorRetry'), events.join());
+    assert.equal(
+      events.filter((e) => e === 'operator:OperatorRetry').length,
+      1,
+      'the refused retry is not recorded',
+    );
+    assert.ok(events.includes('operator:OperatorResubmit'), events.join());
+    const paged = await operator('GET', `/orders/${id}/history?pageSize=2`);
+    assert.equal((paged.body.entries as unknown[]).length, 2);
+    assert.equal((await operator('GET', (paged.body.next as string).replace(/^\/api/, ''))).status, 200);
+    assert.equal((await operator('GET', `/orders/${id}/history?pageSize=0`)).status, 400);
+    assert.equal((await operator('GET', '/orders/NOT-AN-ID/history')).status, 400);
+    assert.equal((await operator('GET', `/orders/${randomUUID()}/history`)).status, 404);
+  });
+
+  it('counts and changes: 200; changes 400 for a bad cursor', async () => {
+    const start = await operator('GET', '/orders/changes');
+    assert.equal(start.status, 200);
+    assert.deepEqual(start.body.changes, []);
+    const placed = await call('POST', '/orders', { json: orderBody() });
+    const seenChange = await waitFor('the new order in the changes feed', async () => {
+      const res = await operator('GET', `/orders/changes?after=${start.body.cursor as string}`);
+      const changes = res.body.changes as Array<{ orderId: string }>;
+      return changes.some((c) => c.orderId === placed.body.orderId) ? res : undefined;
+    });
+    assert.equal(seenChange.status, 200);
+    assert.equal((await operator('GET', '/orders/changes?after=yesterday')).status, 400);
+    const counts = await operator('GET', '/orders/counts');
+    assert.equal(counts.status, 200);
+    const c = counts.body.counts as Record<string, number>;
+    assert.ok(Object.values(c).reduce((a, b) => a + b, 0) >= 1);
+  });
+
+  it('bulk: a preview, then the confirmed action per order; a second run gets 409 per order; 400, 409, 415', async () => {
+    const customerId = `bulk-${randomUUID()}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const placed = await call('POST', '/orders', {
+        json: { ...orderBody(['SKU-1', 'FAULT:shipping:hang:99']), customerId },
+      });
+      ids.push(placed.body.orderId as string);
+    }
+    const filter = { state: 'Processing', customerId };
+    await waitFor('both orders in Processing', async () => {
+      const res = await operator('GET', `/orders?state=Processing&customerId=${customerId}`);
+      return (res.body.orders as unknown[]).length === 2;
+    });
+    const bulk = (body: unknown) => call('POST', '/orders/bulk/cancel', { json: body, as: 'operator' });
+    const preview = await bulk({ filter });
+    assert.equal(preview.status, 200);
+    assert.equal(preview.body.matched, 2);
+    assert.deepEqual(new Set(preview.body.orderIds as string[]), new Set(ids));
+    const confirm = preview.body.confirm as string;
+    // Two operators confirm at once: each order is cancelled once, the other run gets 409 for it.
+    const [a, b] = await Promise.all([bulk({ filter, confirm }), bulk({ filter, confirm })]);
+    const statuses = [a, b].flatMap(
+      (r) => (r.body.results as Array<{ orderId: string; status: number }>) ?? [],
+    );
+    for (const id of ids) {
+      const mine = statuses.filter((r) => r.orderId === id);
+      assert.equal(mine.filter((r) => r.status === 202).length, 1, JSON.stringify(statuses));
+      assert.ok(
+        mine.every((r) => r.status === 202 || r.status === 409),
+        JSON.stringify(statuses),
+      );
+    }
+    assert.equal((await bulk({ filter, confirm: `${Date.now() + 1000}.forged` })).status, 409);
+    assert.equal((await bulk({ filter: { state: 'Nope' } })).status, 400);
+    assert.equal(
+      (await call('POST', '/orders/bulk/explode', { json: { filter }, as: 'operator' })).status,
+      400,
+    );
+    assert.equal(
+      (
+        await call('POST', '/orders/bulk/cancel', {
+          raw: 'x',
+          headers: { 'content-type': 'text/plain' },
+          as: 'operator',
+        })
+      ).status,
+      415,
+    );
   });
 
   it('dead letters: a poison message the host dead-letters is listed, redriven (and dead-lettered again), discarded; 400, 413, 415', async () => {

@@ -143,7 +143,7 @@ describe('dead letters: list, redrive, discard', () => {
         filter: odata`PartitionKey eq ${orderId} and RowKey ge 'history:' and RowKey lt 'history;'`,
       },
     });
-    for await (const row of rows) out.push(rowToHistoryEntry(row));
+    for await (const row of rows) out.push(rowToHistoryEntry(row as Parameters<typeof rowToHistoryEntry>[0]));
     return out;
   }
 

@@ -62,6 +62,8 @@ function eventFor(type: OrderEvent['type'], s: OrderState): OrderEvent {
       return { type, by: 'op' };
     case 'OperatorCancel':
       return { type, by: 'op', reason: 'customer asked' };
+    case 'OperatorRetry':
+      return { type, by: 'op' };
   }
 }
 
@@ -98,6 +100,8 @@ const table: Record<OrderEvent['type'], Record<ProcessState, Expect>> = {
     Pending: 'Compensated',
     Processing: 'Compensating',
   },
+  // At this `now` every back-off has ended: nothing to skip (retry in a back-off: retryNow.test.ts).
+  OperatorRetry: refusedEverywhere('NotAllowedInState'),
 };
 
 for (const [type, row] of Object.entries(table) as [OrderEvent['type'], Record<ProcessState, Expect>][]) {

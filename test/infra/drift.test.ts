@@ -790,6 +790,11 @@ test('operator routes are anonymous to the host and guarded in code; client rout
     listOrders: 'anonymous',
     resubmitOrder: 'anonymous',
     cancelOrder: 'anonymous',
+    retryOrder: 'anonymous',
+    orderHistory: 'anonymous',
+    orderCounts: 'anonymous',
+    orderChanges: 'anonymous',
+    bulkOrderAction: 'anonymous',
     submitOrder: 'function',
     getOrder: 'function',
   };
@@ -816,6 +821,15 @@ test('operator routes are anonymous to the host and guarded in code; client rout
   );
   assert.match(orderApi, /export function resubmitOrder[\s\S]*?return operatorAction\(/);
   assert.match(orderApi, /export function cancelOrder[\s\S]*?return operatorAction\(/);
+  assert.match(orderApi, /export function retryOrder[\s\S]*?return operatorAction\(/);
+  const operatorApi = read('shared/http/operatorApi.ts');
+  for (const fn of ['orderHistory', 'orderCounts', 'orderChanges', 'bulkAction']) {
+    const start = operatorApi.indexOf(`export async function ${fn}(`);
+    assert.ok(
+      start >= 0 && /requireOperator\(request\)/.test(operatorApi.slice(start, start + 400)),
+      `${fn} starts with requireOperator`,
+    );
+  }
 });
 
 test("the app identity may read and settle every dead-letter source the operator's routes list", () => {

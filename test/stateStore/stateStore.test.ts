@@ -25,7 +25,9 @@ after(async () => {
 test('submission writes order, state and steps in one transaction; load reads them back', async () => {
   metrics.reset();
   const stored = await submitNew(store);
-  assert.equal(metrics.transactions, 1);
+  // The order's partition in one transaction; the other two are the operator's state index
+  // (its entries before, its counter after: stateIndex.ts).
+  assert.equal(metrics.transactions, 3);
   const loaded = await store.load(stored.state.orderId);
   assert.ok(loaded);
   assert.deepEqual(loaded.state, stored.state);
@@ -180,7 +182,7 @@ test("the submission's traceparent is kept with the order and survives every tra
   const orderId = randomUUID();
   const traceParent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
   const d = decide(orderWorkflow, null, { type: 'Submit', orderId }, t0, policy);
-  await store.submit(newOrder(orderId), d.state, traceParent);
+  await store.submit(newOrder(orderId), d.state, { traceParent });
   const claimed = await store.applyWithRetry(orderId, (current) =>
     decide(orderWorkflow, current.state, { type: 'Claim', by: 'inv-1' }, at(1), policy),
   );

@@ -1,0 +1,22 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { settings } from '../shared/config/settings.js';
+import { dependencies } from '../shared/app/runtime.js';
+import { withProblemErrors } from '../shared/http/errors.js';
+import * as api from '../shared/http/operatorApi.js';
+
+settings(); // fail at start-up, naming the setting, rather than on the first request
+
+export async function orderCounts(
+  request: HttpRequest,
+  context: InvocationContext,
+): Promise<HttpResponseInit> {
+  return withProblemErrors(context, async () => api.orderCounts(await dependencies(), request, context));
+}
+
+// Anonymous to the host: an operator signs in with Entra ID, not a function key (see requireOperator).
+app.http('orderCounts', {
+  methods: ['GET'],
+  route: 'orders/counts',
+  authLevel: 'anonymous',
+  handler: orderCounts,
+});
