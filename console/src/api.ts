@@ -77,7 +77,11 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
   if (response.ok || options.accept?.includes(response.status)) {
     return { status: response.status, body: parsed as T };
   }
-  if (response.status === 401) onUnauthenticated();
+  // Only the operator guard and the platform answer 401 with a Bearer challenge: the sign-in is
+  // gone. A bare 401 is the host asking for a function key, which no operator holds.
+  if (response.status === 401 && /^Bearer\b/i.test(response.headers.get('www-authenticate') ?? '')) {
+    onUnauthenticated();
+  }
   const problem = (parsed ?? {}) as { title?: string; detail?: string };
   throw new ApiError(response.status, problem.title ?? `HTTP ${response.status}`, problem.detail);
 }
