@@ -51,7 +51,10 @@ export function apiUrl(path: string, query: RequestOptions['query'] = {}): URL {
   return url;
 }
 
-export async function request<T>(path: string, options: RequestOptions = {}): Promise<{ status: number; body: T }> {
+export async function request<T>(
+  path: string,
+  options: RequestOptions = {},
+): Promise<{ status: number; body: T }> {
   const headers = new Headers({ Accept: 'application/json' });
   const key = options.key ?? operatorKey();
   if (key) headers.set('Authorization', `Bearer ${key}`);
@@ -83,7 +86,7 @@ export async function request<T>(path: string, options: RequestOptions = {}): Pr
     onUnauthenticated();
   }
   const problem = (parsed ?? {}) as { title?: string; detail?: string };
-  throw new ApiError(response.status, problem.title ?? `HTTP ${response.status}`, problem.detail);
+  throw new ApiError(response.status, problem.title ?? `${path}: HTTP ${response.status}`, problem.detail);
 }
 
 export async function get<T>(path: string, query?: RequestOptions['query']): Promise<T> {

@@ -34,7 +34,9 @@ export function Bulk() {
     setResults(null);
     setPreview(null);
     try {
-      setPreview((await request<BulkPreview>(`orders/bulk/${action}`, { method: 'POST', json: body() })).body);
+      setPreview(
+        (await request<BulkPreview>(`orders/bulk/${action}`, { method: 'POST', json: body() })).body,
+      );
     } catch (err) {
       setError(err);
     }
@@ -62,55 +64,113 @@ export function Bulk() {
 
   return html`<section aria-labelledby="bulk-title">
     <h1 id="bulk-title">Bulk actions</h1>
-    <p>Pick an action and a filter, preview what matches, then confirm. Nothing changes until you confirm; the preview expires after 5 minutes.</p>
+    <p>
+      Pick an action and a filter, preview what matches, then confirm. Nothing changes until you confirm; the
+      preview expires after 5 minutes.
+    </p>
     <form class="filters" aria-label="Bulk action" onSubmit=${onPreview}>
       <div class="fields">
-        <label>Action
-          <select name="action" value=${action} onChange=${(e: Event) => { setAction((e.target as HTMLSelectElement).value as BulkAction); changed(); }}>
+        <label
+          >Action
+          <select
+            name="action"
+            value=${action}
+            onChange=${(e: Event) => {
+              setAction((e.target as HTMLSelectElement).value as BulkAction);
+              changed();
+            }}
+          >
             ${(Object.keys(labels) as BulkAction[]).map((a) => html`<option value=${a}>${labels[a]}</option>`)}
           </select>
         </label>
-        <label>At most
-          <input name="limit" type="number" min="1" max="500" value=${limit} onInput=${(e: Event) => { setLimit((e.target as HTMLInputElement).value); changed(); }} />
+        <label
+          >At most
+          <input
+            name="limit"
+            type="number"
+            min="1"
+            max="500"
+            value=${limit}
+            onInput=${(e: Event) => {
+              setLimit((e.target as HTMLInputElement).value);
+              changed();
+            }}
+          />
         </label>
       </div>
-      <${FilterFields} filter=${filter} onChange=${(f: ListFilter) => { setFilter(f); changed(); }} />
+      <${FilterFields}
+        filter=${filter}
+        onChange=${(f: ListFilter) => {
+          setFilter(f);
+          changed();
+        }}
+      />
       <button type="submit">Preview</button>
     </form>
     <${ErrorNote} error=${error} />
-    ${preview
-      ? html`<section id="bulk-preview" aria-labelledby="preview-title">
-          <h2 id="preview-title">${preview.matched} orders match</h2>
-          ${preview.orderIds.length
-            ? html`<p>The first ${preview.orderIds.length}:</p>
-                <ul class="ids">${preview.orderIds.map((id) => html`<li><a href=${`#/orders/${id}`}><code>${id}</code></a></li>`)}</ul>`
-            : null}
-          <p>This preview expires at ${formatTime(preview.expiresAt)}.</p>
-          <button type="button" class="danger" disabled=${preview.matched === 0} onClick=${() => setAsking(true)}>
-            ${labels[preview.action]} ${preview.matched} orders…
-          </button>
-        </section>`
-      : null}
-    ${results
-      ? html`<section id="bulk-results" aria-labelledby="results-title">
-          <h2 id="results-title">
-            ${labels[results.action]}: ${results.results.filter((r) => r.status === 202).length} of ${results.results.length} accepted
-          </h2>
-          <table>
-            <thead><tr><th scope="col">Order</th><th scope="col">Answer</th><th scope="col">Detail</th></tr></thead>
-            <tbody>
-              ${results.results.map(
-                (r) => html`<tr data-order-id=${r.orderId}>
-                  <td><a href=${`#/orders/${r.orderId}`}><code>${r.orderId}</code></a></td>
-                  <td>${r.status}</td><td>${r.detail ?? ''}</td>
-                </tr>`,
-              )}
-            </tbody>
-          </table>
-        </section>`
-      : null}
-    ${asking && preview
-      ? html`<${Confirm}
+    ${
+      preview
+        ? html`<section id="bulk-preview" aria-labelledby="preview-title">
+            <h2 id="preview-title">${preview.matched} orders match</h2>
+            ${
+              preview.orderIds.length
+                ? html`<p>The first ${preview.orderIds.length}:</p>
+                    <ul class="ids">
+                      ${preview.orderIds.map(
+                        (id) =>
+                          html`<li>
+                            <a href=${`#/orders/${id}`}><code>${id}</code></a>
+                          </li>`,
+                      )}
+                    </ul>`
+                : null
+            }
+            <p>This preview expires at ${formatTime(preview.expiresAt)}.</p>
+            <button
+              type="button"
+              class="danger"
+              disabled=${preview.matched === 0}
+              onClick=${() => setAsking(true)}
+            >
+              ${labels[preview.action]} ${preview.matched} orders…
+            </button>
+          </section>`
+        : null
+    }
+    ${
+      results
+        ? html`<section id="bulk-results" aria-labelledby="results-title">
+            <h2 id="results-title">
+              ${labels[results.action]}: ${results.results.filter((r) => r.status === 202).length} of
+              ${results.results.length} accepted
+            </h2>
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Order</th>
+                  <th scope="col">Answer</th>
+                  <th scope="col">Detail</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${results.results.map(
+                  (r) =>
+                    html`<tr data-order-id=${r.orderId}>
+                      <td>
+                        <a href=${`#/orders/${r.orderId}`}><code>${r.orderId}</code></a>
+                      </td>
+                      <td>${r.status}</td>
+                      <td>${r.detail ?? ''}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </section>`
+        : null
+    }
+    ${
+      asking && preview
+        ? html`<${Confirm}
           title=${`${labels[preview.action]} ${preview.matched} orders?`}
           confirmLabel=${`${labels[preview.action]} ${preview.matched} orders`}
           onConfirm=${onConfirm}
@@ -118,6 +178,7 @@ export function Bulk() {
         >
           <p>Every ${filter.state} order the filter matched (at most ${limit}) is acted on, at a bounded rate; each one answers separately.</p>
         </${Confirm}>`
-      : null}
+        : null
+    }
   </section>`;
 }

@@ -37,7 +37,17 @@ export function LineChart({
         cursor: { show: true },
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         axes: [{}, { label: unit, size: 50 }],
-        series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2 }))],
+        // Minutes without a finished order have no rate: join the points across them.
+        series: [
+          {},
+          ...series.map((s) => ({
+            label: s.label,
+            stroke: s.stroke,
+            width: 2,
+            spanGaps: true,
+            points: { show: true, size: 5 },
+          })),
+        ],
       },
       data,
       host.current,
@@ -47,7 +57,12 @@ export function LineChart({
   useEffect(() => {
     plot.current?.setData(data);
   });
-  return html`<figure class="chart" id=${id} aria-labelledby=${`${id}-title`} aria-describedby=${`${id}-summary`}>
+  return html`<figure
+    class="chart"
+    id=${id}
+    aria-labelledby=${`${id}-title`}
+    aria-describedby=${`${id}-summary`}
+  >
     <figcaption id=${`${id}-title`}>${title}</figcaption>
     <div ref=${host} role="img" aria-label=${`${title}: ${summary}`}></div>
     <p id=${`${id}-summary`} class="summary">${summary}</p>

@@ -76,10 +76,7 @@ export function Dashboard() {
   const [, setTick] = useState(0);
   const [error, setError] = useState<unknown>(null);
 
-  const loadCounts = () =>
-    get<Counts>('orders/counts')
-      .then(setCounts)
-      .catch(setError);
+  const loadCounts = () => get<Counts>('orders/counts').then(setCounts).catch(setError);
   const loadDeadLetters = () =>
     get<{ entities: DeadLetterCount[] }>('deadletters')
       .then((d) => setDeadLetters(d.entities))
@@ -111,59 +108,84 @@ export function Dashboard() {
     <div class="cards">
       <section class="card" aria-labelledby="states-title">
         <h2 id="states-title">Orders per state</h2>
-        ${counts
-          ? html`<table class="counts" id="state-counts">
-              <thead><tr><th scope="col">State</th><th scope="col" class="num">Orders</th></tr></thead>
-              <tbody>
-                ${processStates.map(
-                  (state) => html`<tr data-state=${state}>
-                    <th scope="row"><a href=${`#/orders?state=${state}`}>${state}</a></th>
-                    <td class="num">${counts.counts[state] ?? 0}</td>
-                  </tr>`,
-                )}
-              </tbody>
-            </table>
-            <p class="as-of">As of ${formatTime(counts.asOf)}</p>`
-          : html`<p>Loading…</p>`}
+        ${
+          counts
+            ? html`<table class="counts" id="state-counts">
+                  <thead>
+                    <tr>
+                      <th scope="col">State</th>
+                      <th scope="col" class="num">Orders</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${processStates.map(
+                      (state) =>
+                        html`<tr data-state=${state}>
+                          <th scope="row"><a href=${`#/orders?state=${state}`}>${state}</a></th>
+                          <td class="num">${counts.counts[state] ?? 0}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+                <p class="as-of">As of ${formatTime(counts.asOf)}</p>`
+            : html`<p>Loading…</p>`
+        }
       </section>
       <section class="card" aria-labelledby="flight-title">
         <h2 id="flight-title">In flight</h2>
-        ${counts
-          ? html`<p class="big" id="in-flight">${counts.inFlight}</p>
-              ${oldest
-                ? html`<p>
-                      Oldest: <a href=${`#/orders/${oldest.orderId}`}>${oldest.orderId.slice(0, 8)}</a>,
-                      ${formatSeconds(oldest.ageSeconds)} of its ${formatSeconds(oldest.boundSeconds)} bound
-                    </p>
-                    <label for="oldest-meter">Oldest in-flight age against its bound</label>
-                    <meter
-                      id="oldest-meter"
-                      min="0"
-                      max=${oldest.boundSeconds}
-                      high=${oldest.boundSeconds * 0.8}
-                      value=${Math.min(oldest.ageSeconds, oldest.boundSeconds)}
-                    ></meter>
-                    ${oldest.ageSeconds > oldest.boundSeconds
-                      ? html`<p class="error">Past its bound: the Supervisor should have acted.</p>`
-                      : null}`
-                : html`<p>Nothing in flight.</p>`}`
-          : html`<p>Loading…</p>`}
+        ${
+          counts
+            ? html`<p class="big" id="in-flight">${counts.inFlight}</p>
+                ${
+                  oldest
+                    ? html`<p>
+                          Oldest: <a href=${`#/orders/${oldest.orderId}`}>${oldest.orderId.slice(0, 8)}</a>,
+                          ${formatSeconds(oldest.ageSeconds)} of its ${formatSeconds(oldest.boundSeconds)}
+                          bound
+                        </p>
+                        <label for="oldest-meter">Oldest in-flight age against its bound</label>
+                        <meter
+                          id="oldest-meter"
+                          min="0"
+                          max=${oldest.boundSeconds}
+                          high=${oldest.boundSeconds * 0.8}
+                          value=${Math.min(oldest.ageSeconds, oldest.boundSeconds)}
+                        ></meter>
+                        ${
+                          oldest.ageSeconds > oldest.boundSeconds
+                            ? html`<p class="error">Past its bound: the Supervisor should have acted.</p>`
+                            : null
+                        }`
+                    : html`<p>Nothing in flight.</p>`
+                }`
+            : html`<p>Loading…</p>`
+        }
       </section>
       <section class="card" aria-labelledby="dlq-title">
         <h2 id="dlq-title">Dead letters</h2>
-        ${deadLetters
-          ? html`<table id="dead-letter-counts">
-              <thead><tr><th scope="col">Queue or subscription</th><th scope="col" class="num">Messages</th></tr></thead>
-              <tbody>
-                ${deadLetters.map(
-                  (d) => html`<tr>
-                    <th scope="row"><a href=${`#/deadletters?entity=${encodeURIComponent(d.entity)}`}>${d.entity}</a></th>
-                    <td class="num">${d.count}</td>
-                  </tr>`,
-                )}
-              </tbody>
-            </table>`
-          : html`<p>Loading…</p>`}
+        ${
+          deadLetters
+            ? html`<table id="dead-letter-counts">
+                <thead>
+                  <tr>
+                    <th scope="col">Queue or subscription</th>
+                    <th scope="col" class="num">Messages</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${deadLetters.map(
+                    (d) =>
+                      html`<tr>
+                        <th scope="row">
+                          <a href=${`#/deadletters?entity=${encodeURIComponent(d.entity)}`}>${d.entity}</a>
+                        </th>
+                        <td class="num">${d.count}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>`
+            : html`<p>Loading…</p>`
+        }
       </section>
     </div>
     <div class="charts">

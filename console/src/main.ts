@@ -57,14 +57,19 @@ function Console({ onSignOut }: { onSignOut?: () => void }) {
       <nav aria-label="Console">
         <ul>
           ${nav.map(
-            ([path, label]) => html`<li><a href=${`#${path}`} aria-current=${current === path ? 'page' : undefined}>${label}</a></li>`,
+            ([path, label]) =>
+              html`<li>
+                <a href=${`#${path}`} aria-current=${current === path ? 'page' : undefined}>${label}</a>
+              </li>`,
           )}
         </ul>
       </nav>
       <span id="live-status" class=${`live ${live}`} role="status">Updates: ${live}</span>
       ${onSignOut ? html`<button type="button" onClick=${onSignOut}>Sign out</button>` : null}
     </header>
-    <div id="content" tabindex="-1"><${Screen} key=${where.path} path=${where.path} query=${where.query} /></div>
+    <div id="content" tabindex="-1">
+      <${Screen} key=${where.path} path=${where.path} query=${where.query} />
+    </div>
   </div>`;
 }
 
@@ -81,7 +86,11 @@ function App() {
     });
   }, []);
   if (!signedIn) {
-    return html`<${SignIn} mode=${mode === 'console' ? 'key' : mode} notice=${notice} onSignedIn=${() => setSignedIn(true)} />`;
+    return html`<${SignIn}
+      mode=${mode === 'console' ? 'key' : mode}
+      notice=${notice}
+      onSignedIn=${() => setSignedIn(true)}
+    />`;
   }
   const signOut =
     operatorKey() !== null

@@ -1,5 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
-import { get, processStates, type Change, type OrderPage, type OrderSummary, type ProcessState } from './api.js';
+import {
+  get,
+  processStates,
+  type Change,
+  type OrderPage,
+  type OrderSummary,
+  type ProcessState,
+} from './api.js';
 import { feed } from './live.js';
 import { ErrorNote, formatTime, html, StateBadge } from './ui.js';
 
@@ -39,25 +46,43 @@ export function filterToQuery(f: ListFilter): string {
 }
 
 /** The filter fields, shared by the list and the bulk screen. */
-export function FilterFields({ filter, onChange }: { filter: ListFilter; onChange: (f: ListFilter) => void }) {
+export function FilterFields({
+  filter,
+  onChange,
+}: {
+  filter: ListFilter;
+  onChange: (f: ListFilter) => void;
+}) {
   const set = (field: keyof ListFilter) => (e: Event) =>
     onChange({ ...filter, [field]: (e.target as HTMLInputElement).value || undefined });
   return html`<div class="fields">
-    <label>State
+    <label
+      >State
       <select name="state" value=${filter.state} onChange=${set('state')}>
         ${processStates.map((s) => html`<option value=${s}>${s}</option>`)}
       </select>
     </label>
-    <label>Workflow version
-      <input name="workflowVersion" type="number" min="1" step="1" value=${filter.workflowVersion ?? ''} onInput=${set('workflowVersion')} />
+    <label
+      >Workflow version
+      <input
+        name="workflowVersion"
+        type="number"
+        min="1"
+        step="1"
+        value=${filter.workflowVersion ?? ''}
+        onInput=${set('workflowVersion')}
+      />
     </label>
-    <label>Customer
+    <label
+      >Customer
       <input name="customerId" type="text" value=${filter.customerId ?? ''} onInput=${set('customerId')} />
     </label>
-    <label>Created from
+    <label
+      >Created from
       <input name="from" type="datetime-local" value=${filter.from ?? ''} onInput=${set('from')} />
     </label>
-    <label>Created to
+    <label
+      >Created to
       <input name="to" type="datetime-local" value=${filter.to ?? ''} onInput=${set('to')} />
     </label>
   </div>`;
@@ -138,8 +163,15 @@ export function OrderList({ query }: { query: URLSearchParams }) {
   return html`<section aria-labelledby="orders-title">
     <h1 id="orders-title">Orders</h1>
     <form class="search" role="search" onSubmit=${onSearch}>
-      <label>Order id
-        <input name="orderId" type="search" value=${search} onInput=${(e: Event) => setSearch((e.target as HTMLInputElement).value)} aria-describedby="search-error" />
+      <label
+        >Order id
+        <input
+          name="orderId"
+          type="search"
+          value=${search}
+          onInput=${(e: Event) => setSearch((e.target as HTMLInputElement).value)}
+          aria-describedby="search-error"
+        />
       </label>
       <button type="submit">Open order</button>
       <span id="search-error" class="error" role="alert">${searchError}</span>
@@ -157,25 +189,36 @@ export function OrderList({ query }: { query: URLSearchParams }) {
     </form>
     <${ErrorNote} error=${error} />
     <table id="order-list" aria-busy=${loading}>
-      <caption>${applied.state} orders${loading ? ' (loading…)' : ''}</caption>
+      <caption>
+        ${applied.state} orders${loading ? ' (loading…)' : ''}
+      </caption>
       <thead>
         <tr>
-          <th scope="col">Order</th><th scope="col">State</th><th scope="col">Workflow</th><th scope="col">Customer</th>
-          <th scope="col">Created</th><th scope="col">Updated</th><th scope="col" class="num">Failures</th><th scope="col">Error</th>
+          <th scope="col">Order</th>
+          <th scope="col">State</th>
+          <th scope="col">Workflow</th>
+          <th scope="col">Customer</th>
+          <th scope="col">Created</th>
+          <th scope="col">Updated</th>
+          <th scope="col" class="num">Failures</th>
+          <th scope="col">Error</th>
         </tr>
       </thead>
       <tbody>
         ${rows.map(
-          (o) => html`<tr data-order-id=${o.orderId} class=${o.processState !== applied.state ? 'moved' : ''}>
-            <td><a href=${`#/orders/${o.orderId}`}><code>${o.orderId}</code></a></td>
-            <td><${StateBadge} state=${o.processState} /></td>
-            <td>${o.workflow ?? ''}${o.workflowVersion ? ` v${o.workflowVersion}` : ''}</td>
-            <td>${o.customerId ?? ''}</td>
-            <td>${formatTime(o.createdAt)}</td>
-            <td>${formatTime(o.updatedAt)}</td>
-            <td class="num">${o.failureCount}</td>
-            <td>${o.error?.code ?? ''}</td>
-          </tr>`,
+          (o) =>
+            html`<tr data-order-id=${o.orderId} class=${o.processState !== applied.state ? 'moved' : ''}>
+              <td>
+                <a href=${`#/orders/${o.orderId}`}><code>${o.orderId}</code></a>
+              </td>
+              <td><${StateBadge} state=${o.processState} /></td>
+              <td>${o.workflow ?? ''}${o.workflowVersion ? ` v${o.workflowVersion}` : ''}</td>
+              <td>${o.customerId ?? ''}</td>
+              <td>${formatTime(o.createdAt)}</td>
+              <td>${formatTime(o.updatedAt)}</td>
+              <td class="num">${o.failureCount}</td>
+              <td>${o.error?.code ?? ''}</td>
+            </tr>`,
         )}
       </tbody>
     </table>

@@ -8,7 +8,8 @@ type Action = 'resubmit' | 'cancel' | 'retry';
 const actions: Record<Action, { label: string; explain: string; allowed: (o: OrderView) => boolean }> = {
   resubmit: {
     label: 'Resubmit',
-    explain: 'The order goes back to Pending and runs again from the step that failed. Do this after fixing the cause.',
+    explain:
+      'The order goes back to Pending and runs again from the step that failed. Do this after fixing the cause.',
     allowed: (o) => o.processState === 'Error',
   },
   retry: {
@@ -19,7 +20,8 @@ const actions: Record<Action, { label: string; explain: string; allowed: (o: Ord
   cancel: {
     label: 'Cancel',
     explain: 'The steps that completed are compensated in reverse order; the order ends Compensated.',
-    allowed: (o) => o.processState !== 'Processed' && o.processState !== 'Compensated' && o.processState !== 'Compensating',
+    allowed: (o) =>
+      o.processState !== 'Processed' && o.processState !== 'Compensated' && o.processState !== 'Compensating',
   },
 };
 
@@ -28,7 +30,10 @@ async function loadHistory(orderId: string): Promise<HistoryEntry[]> {
   const entries: HistoryEntry[] = [];
   let token: string | undefined;
   do {
-    const page = await get<HistoryPage>(`orders/${orderId}/history`, { pageSize: 100, continuationToken: token });
+    const page = await get<HistoryPage>(`orders/${orderId}/history`, {
+      pageSize: 100,
+      continuationToken: token,
+    });
     entries.push(...page.entries);
     token = page.continuationToken;
   } while (token);
@@ -45,16 +50,17 @@ function entryKind(e: HistoryEntry): string {
 function Timeline({ entries }: { entries: HistoryEntry[] }) {
   return html`<ol class="timeline" id="timeline">
     ${entries.map(
-      (e) => html`<li class=${`entry ${entryKind(e)}`} data-event=${e.event}>
-        <time datetime=${e.at}>${formatTime(e.at)}</time>
-        <span class="event">${e.event}</span>
-        <span class="actor">${e.actor}${e.by ? ` (${e.by})` : ''}</span>
-        ${e.step ? html`<span class="step">step ${e.step}${e.attempt ? `, attempt ${e.attempt}` : ''}</span>` : null}
-        ${e.run ? html`<span class="run">run ${e.run}</span>` : null}
-        ${e.workflowVersion ? html`<span class="version">${e.workflow ?? 'workflow'} v${e.workflowVersion}</span>` : null}
-        ${e.outcome ? html`<span class="outcome">→ ${e.outcome}</span>` : null}
-        ${e.error ? html`<pre class="entry-error">${e.error}</pre>` : null}
-      </li>`,
+      (e) =>
+        html`<li class=${`entry ${entryKind(e)}`} data-event=${e.event}>
+          <time datetime=${e.at}>${formatTime(e.at)}</time>
+          <span class="event">${e.event}</span>
+          <span class="actor">${e.actor}${e.by ? ` (${e.by})` : ''}</span>
+          ${e.step ? html`<span class="step">step ${e.step}${e.attempt ? `, attempt ${e.attempt}` : ''}</span>` : null}
+          ${e.run ? html`<span class="run">run ${e.run}</span>` : null}
+          ${e.workflowVersion ? html`<span class="version">${e.workflow ?? 'workflow'} v${e.workflowVersion}</span>` : null}
+          ${e.outcome ? html`<span class="outcome">→ ${e.outcome}</span>` : null}
+          ${e.error ? html`<pre class="entry-error">${e.error}</pre>` : null}
+        </li>`,
     )}
   </ol>`;
 }
@@ -114,52 +120,93 @@ export function OrderPage({ orderId }: { orderId: string }) {
   return html`<section aria-labelledby="order-title">
     <h1 id="order-title">Order <code>${orderId}</code></h1>
     <${ErrorNote} error=${error} />
-    ${order
-      ? html`<dl class="facts" id="order-facts">
-            <dt>State</dt><dd id="order-state"><${StateBadge} state=${order.processState} /></dd>
-            <dt>Run</dt><dd>${order.run}</dd>
-            <dt>Failures</dt><dd>${order.failureCount}</dd>
-            <dt>Complete by</dt><dd>${formatTime(order.completeBy)}</dd>
-            <dt>Customer</dt><dd>${order.customerId ?? '–'}</dd>
-            <dt>Created</dt><dd>${formatTime(order.createdAt)}</dd>
-            <dt>Updated</dt><dd>${formatTime(order.updatedAt)}</dd>
-            ${order.compensationReason ? html`<dt>Compensation</dt><dd>${order.compensationReason}</dd>` : null}
-            ${order.error ? html`<dt>Error</dt><dd class="error">${order.error.code}${order.error.detail ? `: ${order.error.detail}` : ''}</dd>` : null}
-          </dl>
-          <div class="actions" role="group" aria-label="Actions">
-            ${(Object.keys(actions) as Action[]).map(
-              (a) => html`<button type="button" disabled=${!actions[a].allowed(order)} onClick=${() => setAsking(a)}>
-                ${actions[a].label}
-              </button>`,
-            )}
-          </div>
-          <p id="action-outcome" role="status">${outcome}</p>
-          <h2>Steps</h2>
-          <table id="steps">
-            <thead><tr>
-              <th scope="col">Step</th><th scope="col">Status</th><th scope="col" class="num">Attempt</th>
-              <th scope="col" class="num">Compensation attempt</th><th scope="col">Complete by</th>
-              <th scope="col">Started</th><th scope="col">Completed</th><th scope="col">Compensated</th><th scope="col">Last error</th>
-            </tr></thead>
-            <tbody>
-              ${order.steps.map(
-                (s) => html`<tr>
-                  <th scope="row">${s.name}</th><td>${s.status}</td><td class="num">${s.attempt}</td>
-                  <td class="num">${s.compensationAttempt}</td><td>${formatTime(s.completeBy)}</td>
-                  <td>${formatTime(s.startedAt)}</td><td>${formatTime(s.completedAt)}</td>
-                  <td>${formatTime(s.compensatedAt)}</td><td>${s.lastError ?? ''}</td>
-                </tr>`,
+    ${
+      order
+        ? html`<dl class="facts" id="order-facts">
+              <dt>State</dt>
+              <dd id="order-state"><${StateBadge} state=${order.processState} /></dd>
+              <dt>Run</dt>
+              <dd>${order.run}</dd>
+              <dt>Failures</dt>
+              <dd>${order.failureCount}</dd>
+              <dt>Complete by</dt>
+              <dd>${formatTime(order.completeBy)}</dd>
+              <dt>Customer</dt>
+              <dd>${order.customerId ?? '–'}</dd>
+              <dt>Created</dt>
+              <dd>${formatTime(order.createdAt)}</dd>
+              <dt>Updated</dt>
+              <dd>${formatTime(order.updatedAt)}</dd>
+              ${
+                order.compensationReason
+                  ? html`<dt>Compensation</dt>
+                      <dd>${order.compensationReason}</dd>`
+                  : null
+              }
+              ${
+                order.error
+                  ? html`<dt>Error</dt>
+                      <dd class="error">
+                        ${order.error.code}${order.error.detail ? `: ${order.error.detail}` : ''}
+                      </dd>`
+                  : null
+              }
+            </dl>
+            <div class="actions" role="group" aria-label="Actions">
+              ${(Object.keys(actions) as Action[]).map(
+                (a) =>
+                  html`<button
+                    type="button"
+                    disabled=${!actions[a].allowed(order)}
+                    onClick=${() => setAsking(a)}
+                  >
+                    ${actions[a].label}
+                  </button>`,
               )}
-            </tbody>
-          </table>`
-      : error
-        ? null
-        : html`<p>Loading…</p>`}
+            </div>
+            <p id="action-outcome" role="status">${outcome}</p>
+            <h2>Steps</h2>
+            <table id="steps">
+              <thead>
+                <tr>
+                  <th scope="col">Step</th>
+                  <th scope="col">Status</th>
+                  <th scope="col" class="num">Attempt</th>
+                  <th scope="col" class="num">Compensation attempt</th>
+                  <th scope="col">Complete by</th>
+                  <th scope="col">Started</th>
+                  <th scope="col">Completed</th>
+                  <th scope="col">Compensated</th>
+                  <th scope="col">Last error</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${order.steps.map(
+                  (s) =>
+                    html`<tr>
+                      <th scope="row">${s.name}</th>
+                      <td>${s.status}</td>
+                      <td class="num">${s.attempt}</td>
+                      <td class="num">${s.compensationAttempt}</td>
+                      <td>${formatTime(s.completeBy)}</td>
+                      <td>${formatTime(s.startedAt)}</td>
+                      <td>${formatTime(s.completedAt)}</td>
+                      <td>${formatTime(s.compensatedAt)}</td>
+                      <td>${s.lastError ?? ''}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>`
+        : error
+          ? null
+          : html`<p>Loading…</p>`
+    }
     <h2>History</h2>
     <${ErrorNote} error=${historyError} />
     ${history ? html`<${Timeline} entries=${history} />` : historyError ? null : html`<p>Loading…</p>`}
-    ${asking && order
-      ? html`<${Confirm}
+    ${
+      asking && order
+        ? html`<${Confirm}
           title=${`${actions[asking].label} order ${orderId.slice(0, 8)}?`}
           confirmLabel=${`${actions[asking].label} this order`}
           onConfirm=${() => act(asking)}
@@ -167,6 +214,7 @@ export function OrderPage({ orderId }: { orderId: string }) {
         >
           <p>${actions[asking].explain}</p>
         </${Confirm}>`
-      : null}
+        : null
+    }
   </section>`;
 }

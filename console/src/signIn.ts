@@ -7,7 +7,15 @@ import { html } from './ui.js';
  * for the operator key `npm start` printed, checks it against the guarded page itself, and keeps
  * it in this tab's sessionStorage (gone when the tab closes) for the console's fetch calls.
  */
-export function SignIn({ mode, notice, onSignedIn }: { mode: string; notice?: string; onSignedIn: () => void }) {
+export function SignIn({
+  mode,
+  notice,
+  onSignedIn,
+}: {
+  mode: string;
+  notice?: string;
+  onSignedIn: () => void;
+}) {
   const [key, setKey] = useState('');
   const [error, setError] = useState(notice ?? '');
   if (mode === 'entra') {
@@ -40,11 +48,22 @@ export function SignIn({ mode, notice, onSignedIn }: { mode: string; notice?: st
   };
   return html`<section class="sign-in" aria-labelledby="sign-in-title">
     <h1 id="sign-in-title">Operator sign-in required</h1>
-    <p>Enter the operator key that <code>npm start</code> printed ("operator key"). It stays in this browser tab only.</p>
+    <p>
+      Enter the operator key that <code>npm start</code> printed ("operator key"). It stays in this browser
+      tab only.
+    </p>
     <form onSubmit=${submit}>
       <label for="operator-key">Operator key</label>
-      <input id="operator-key" name="operatorKey" type="password" autocomplete="off" value=${key}
-        onInput=${(e: Event) => setKey((e.target as HTMLInputElement).value)} aria-describedby="sign-in-error" autofocus />
+      <input
+        id="operator-key"
+        name="operatorKey"
+        type="password"
+        autocomplete="off"
+        value=${key}
+        onInput=${(e: Event) => setKey((e.target as HTMLInputElement).value)}
+        aria-describedby="sign-in-error"
+        autofocus
+      />
       <button type="submit">Sign in</button>
       <p id="sign-in-error" class="error" role="alert">${error}</p>
     </form>

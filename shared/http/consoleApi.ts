@@ -122,10 +122,16 @@ export async function consoleOrder(
   if (!guard.ok) return guard.response;
   const orderId = request.params.orderId;
   if (!isOrderId(orderId)) {
-    return problem(400, problemTypes.validation, 'Invalid order id', 'The order id is not a lower-case UUID.');
+    return problem(
+      400,
+      problemTypes.validation,
+      'Invalid order id',
+      'The order id is not a lower-case UUID.',
+    );
   }
   const loaded = await deps.store.load(orderId);
-  if (!loaded) return problem(404, problemTypes.notFound, 'Order not found', `No order ${orderId} is recorded.`);
+  if (!loaded)
+    return problem(404, problemTypes.notFound, 'Order not found', `No order ${orderId} is recorded.`);
   return {
     status: 200,
     headers: { 'Cache-Control': 'no-store' },

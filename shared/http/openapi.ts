@@ -309,7 +309,7 @@ function operations(): Record<string, Record<string, OperationObject>> {
         security: operatorSecurity,
         summary: 'One order, for an operator',
         description:
-          'What `GET /orders/{orderId}` shows the order\'s client, for an operator (who holds no function key): the order page of the console reads it.',
+          "What `GET /orders/{orderId}` shows the order's client, for an operator (who holds no function key): the order page of the console reads it.",
         parameters: [param('OrderId')],
         responses: {
           '200': json('OrderView', "The order's recorded process state, step by step.", ['Cache-Control']),

@@ -98,7 +98,10 @@ describe('the operator console in Chromium', () => {
     await api.until(processedOrder, terminal);
     await openScreen(page, stack.baseUrl, '#/');
     const processedRow = page.locator('#state-counts tr[data-state="Processed"] td');
-    await waitFor('the Processed count to include the order', async () => Number(await processedRow.innerText()) >= 1);
+    await waitFor(
+      'the Processed count to include the order',
+      async () => Number(await processedRow.innerText()) >= 1,
+    );
     await page.locator('#in-flight').waitFor();
     await page.locator('#throughput canvas').first().waitFor();
     await page.locator('#failure-rate canvas').first().waitFor();
@@ -154,7 +157,11 @@ describe('the operator console in Chromium', () => {
     await dialog.waitFor();
     await dialog.getByRole('button', { name: 'Resubmit this order' }).click();
     await page.getByText('Resubmit: accepted').waitFor();
-    await waitFor('the order to turn Processed on the page', async () => (await orderState(page)) === 'Processed', 90_000);
+    await waitFor(
+      'the order to turn Processed on the page',
+      async () => (await orderState(page)) === 'Processed',
+      90_000,
+    );
     assert.equal(await page.evaluate(() => (globalThis as { sameDocument?: boolean }).sameDocument), true);
     await page.locator('#timeline li[data-event="OperatorResubmit"]').waitFor();
   });
@@ -203,7 +210,11 @@ describe('the operator console in Chromium', () => {
       assert.equal(view.processState, 'Compensated');
       assert.equal(view.compensationReason, 'cancelled');
     }
-    assert.equal((await api.until(bystander, terminal, 90_000)).processState, 'Processed', 'not in the filter');
+    assert.equal(
+      (await api.until(bystander, terminal, 90_000)).processState,
+      'Processed',
+      'not in the filter',
+    );
   });
 
   it("shows a dead-lettered message, redrives it, and the order's history records the redrive", async () => {
@@ -242,7 +253,10 @@ describe('the operator console in Chromium', () => {
     await row.getByRole('checkbox').check();
     await page.getByRole('button', { name: 'Redrive selected (1)' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Redrive 1 messages' }).click();
-    await page.locator('#dead-letter-results').getByText(/redriven/).waitFor();
+    await page
+      .locator('#dead-letter-results')
+      .getByText(/redriven/)
+      .waitFor();
     await openScreen(page, stack.baseUrl, `#/orders/${processedOrder}`);
     await page.locator('#timeline li[data-event="DeadLetterRedriven"]').waitFor();
   });
