@@ -70,9 +70,10 @@ export function Bulk() {
     </p>
     <form class="filters" aria-label="Bulk action" onSubmit=${onPreview}>
       <div class="fields">
-        <label
-          >Action
+        <div class="field">
+          <label for="field-action">Action</label>
           <select
+            id="field-action"
             name="action"
             value=${action}
             onChange=${(e: Event) => {
@@ -82,10 +83,11 @@ export function Bulk() {
           >
             ${(Object.keys(labels) as BulkAction[]).map((a) => html`<option value=${a}>${labels[a]}</option>`)}
           </select>
-        </label>
-        <label
-          >At most
+        </div>
+        <div class="field">
+          <label for="field-limit">At most</label>
           <input
+            id="field-limit"
             name="limit"
             type="number"
             min="1"
@@ -96,7 +98,7 @@ export function Bulk() {
               changed();
             }}
           />
-        </label>
+        </div>
       </div>
       <${FilterFields}
         filter=${filter}

@@ -56,15 +56,16 @@ export function FilterFields({
   const set = (field: keyof ListFilter) => (e: Event) =>
     onChange({ ...filter, [field]: (e.target as HTMLInputElement).value || undefined });
   return html`<div class="fields">
-    <label
-      >State
-      <select name="state" value=${filter.state} onChange=${set('state')}>
+    <div class="field">
+      <label for="field-state">State</label>
+      <select id="field-state" name="state" value=${filter.state} onChange=${set('state')}>
         ${processStates.map((s) => html`<option value=${s}>${s}</option>`)}
       </select>
-    </label>
-    <label
-      >Workflow version
+    </div>
+    <div class="field">
+      <label for="field-workflowVersion">Workflow version</label>
       <input
+        id="field-workflowVersion"
         name="workflowVersion"
         type="number"
         min="1"
@@ -72,19 +73,31 @@ export function FilterFields({
         value=${filter.workflowVersion ?? ''}
         onInput=${set('workflowVersion')}
       />
-    </label>
-    <label
-      >Customer
-      <input name="customerId" type="text" value=${filter.customerId ?? ''} onInput=${set('customerId')} />
-    </label>
-    <label
-      >Created from
-      <input name="from" type="datetime-local" value=${filter.from ?? ''} onInput=${set('from')} />
-    </label>
-    <label
-      >Created to
-      <input name="to" type="datetime-local" value=${filter.to ?? ''} onInput=${set('to')} />
-    </label>
+    </div>
+    <div class="field">
+      <label for="field-customerId">Customer</label>
+      <input
+        id="field-customerId"
+        name="customerId"
+        type="text"
+        value=${filter.customerId ?? ''}
+        onInput=${set('customerId')}
+      />
+    </div>
+    <div class="field">
+      <label for="field-from">Created from</label>
+      <input
+        id="field-from"
+        name="from"
+        type="datetime-local"
+        value=${filter.from ?? ''}
+        onInput=${set('from')}
+      />
+    </div>
+    <div class="field">
+      <label for="field-to">Created to</label>
+      <input id="field-to" name="to" type="datetime-local" value=${filter.to ?? ''} onInput=${set('to')} />
+    </div>
   </div>`;
 }
 
@@ -163,16 +176,17 @@ export function OrderList({ query }: { query: URLSearchParams }) {
   return html`<section aria-labelledby="orders-title">
     <h1 id="orders-title">Orders</h1>
     <form class="search" role="search" onSubmit=${onSearch}>
-      <label
-        >Order id
+      <div class="field">
+        <label for="field-orderId">Order id</label>
         <input
+          id="field-orderId"
           name="orderId"
           type="search"
           value=${search}
           onInput=${(e: Event) => setSearch((e.target as HTMLInputElement).value)}
           aria-describedby="search-error"
         />
-      </label>
+      </div>
       <button type="submit">Open order</button>
       <span id="search-error" class="error" role="alert">${searchError}</span>
     </form>

@@ -41,6 +41,7 @@ describe('the operator console in Chromium', () => {
     bus = new ServiceBusClient(stack.env.ServiceBusConnection);
     context = await browser.newContext();
     page = await context.newPage();
+    await signIn(page, stack.baseUrl, stack.operatorKey);
     processedOrder = await api.place(['SKU-1']);
     assert.equal((await api.until(processedOrder, terminal)).processState, 'Processed');
   });
@@ -55,6 +56,8 @@ describe('the operator console in Chromium', () => {
   const orderState = (p: Page) => p.locator('#order-state').innerText();
 
   it('refuses the page without the operator credential (401) and with a client key (403), opens it with the key', async () => {
+    const fresh = await browser.newContext();
+    const page = await fresh.newPage();
     const refused = await page.goto(`${stack.baseUrl}/console`);
     assert.equal(refused?.status(), 401);
     await page.getByRole('heading', { name: 'Operator sign-in required' }).waitFor();
@@ -93,6 +96,7 @@ describe('the operator console in Chromium', () => {
     const missing = await fetch(`${stack.baseUrl}/console/assets/secrets.json`);
     assert.equal(missing.status, 404);
     await missing.body?.cancel();
+    await fresh.close();
   });
 
   it('shows orders per state, in flight, the charts and dead letters on the dashboard', async () => {
@@ -182,11 +186,13 @@ describe('the operator console in Chromium', () => {
     const cancelled = new Set<string>();
     try {
       await openScreen(page, stack.baseUrl, '#/bulk');
-      await page.getByLabel('Action').selectOption('cancel');
-      await page.getByLabel('Customer').fill(customer);
+      await page.getByLabel('Action', { exact: true }).selectOption('cancel');
+      await page.getByLabel('Customer', { exact: true }).fill(customer);
       // A stalled order moves between Pending and Processing; each bulk run takes one state.
       for (let round = 0; cancelled.size < mine.size && round < 12; round++) {
-        await page.getByLabel('State').selectOption(round % 2 === 0 ? 'Pending' : 'Processing');
+        await page
+          .getByLabel('State', { exact: true })
+          .selectOption(round % 2 === 0 ? 'Pending' : 'Processing');
         await page.getByRole('button', { name: 'Preview' }).click();
         const preview = page.locator('#bulk-preview');
         await preview.waitFor();
