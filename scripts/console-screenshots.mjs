@@ -41,7 +41,7 @@ try {
   await page.getByLabel('Operator key').fill(stack.operatorKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.locator('#state-counts').waitFor();
-  await page.locator('#throughput canvas').first().waitFor();
+  await page.locator('#throughput .summary', { hasText: 'orders finished' }).waitFor();
   await page.locator('#dead-letter-counts').waitFor();
   await page.screenshot({ path: `${out}/console-dashboard.png`, fullPage: true });
 

@@ -75,6 +75,7 @@ export function Dashboard() {
   const [buckets] = useState<Buckets>(() => ({ start: 0, finished: new Map() }));
   const [, setTick] = useState(0);
   const [error, setError] = useState<unknown>(null);
+  const [seeded, setSeeded] = useState(false);
 
   const loadCounts = () => get<Counts>('orders/counts').then(setCounts).catch(setError);
   const loadDeadLetters = () =>
@@ -86,7 +87,7 @@ export function Dashboard() {
     void loadCounts();
     void loadDeadLetters();
     seed(buckets)
-      .then(() => setTick((t) => t + 1))
+      .then(() => setSeeded(true))
       .catch(setError);
     const unsubscribe = feed.subscribe((changes: Change[]) => {
       for (const c of changes) record(buckets, c.orderId, c.processState, c.updatedAt);
@@ -156,7 +157,9 @@ export function Dashboard() {
                             ? html`<p class="error">Past its bound: the Supervisor should have acted.</p>`
                             : null
                         }`
-                    : html`<p>Nothing in flight.</p>`
+                    : html`<p>
+                        ${counts.inFlight === 0 ? 'Nothing in flight.' : 'The oldest is not known yet.'}
+                      </p>`
                 }`
             : html`<p>Loading…</p>`
         }
@@ -192,7 +195,7 @@ export function Dashboard() {
       <${LineChart}
         id="throughput"
         title="Finished orders per minute, last hour"
-        summary=${`${total} orders finished in the last hour, ${failedTotal} of them in Error or Compensated.`}
+        summary=${seeded ? `${total} orders finished in the last hour, ${failedTotal} of them in Error or Compensated.` : 'Reading the last hour…'}
         unit="orders/min"
         x=${s.x}
         series=${[
@@ -203,7 +206,7 @@ export function Dashboard() {
       <${LineChart}
         id="failure-rate"
         title="Failure rate per minute, last hour"
-        summary=${total ? `${Math.round((failedTotal / total) * 1000) / 10}% of finished orders failed in the last hour.` : 'No order finished in the last hour.'}
+        summary=${!seeded ? 'Reading the last hour…' : total ? `${Math.round((failedTotal / total) * 1000) / 10}% of finished orders failed in the last hour.` : 'No order finished in the last hour.'}
         unit="% failed"
         x=${s.x}
         series=${[{ label: 'Failed %', values: s.rate, stroke: '#dc2626' }]}
