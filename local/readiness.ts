@@ -68,6 +68,7 @@ export function readinessBlock(info: ReadinessInfo): string {
     ...routes.map((r) => `    ${r.method.padEnd(5)} ${r.url.padEnd(width)}  ${r.name}`),
     `  Function key      ${stack.functionKey}`,
     `                    header x-functions-key (or ?code=); from ${info.keySource}`,
+    `  Console           ${base}/console  (sign in with the operator key; docs/operations.md)`,
     `  Operator key      ${stack.operatorKey}`,
     `                    header Authorization: Bearer <key>, for operator routes only (list, resubmit,`,
     `                    cancel); signs in as local-operator; ${info.operatorKeySource}`,

@@ -30,6 +30,7 @@ import {
   orderChangesSchema,
   orderCountsSchema,
 } from '../orders/operatorViews.js';
+import { consoleAssets } from './consoleApi.js';
 import { maxBodyBytes } from './jsonBody.js';
 import { operatorRole } from './operatorAuth.js';
 import { fieldErrorSchema, problemDetailsSchema } from './problem.js';
@@ -460,6 +461,77 @@ function operations(): Record<string, Record<string, OperationObject>> {
           '400': problem('Unknown action, malformed JSON or invalid fields.'),
           '409': problem('The confirmation token expired or was issued for another request.'),
           '415': problem('The body is not JSON.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/console': {
+      get: {
+        operationId: 'getConsole',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: "The operator's console (an HTML page)",
+        description:
+          'The page for a signed-in operator. A browser without a sign-in (asking for `text/html`) gets the sign-in page with the 401: in Azure a link to the Entra ID login, locally a form for the operator key.',
+        responses: {
+          '200': {
+            description: 'The console page; its script and style come from `/console/assets/`.',
+            content: { 'text/html': { schema: { type: 'string' } } },
+          },
+          '401': {
+            ...operatorResponses['401']!,
+            content: {
+              ...operatorResponses['401']!.content,
+              'text/html': { schema: { type: 'string', description: 'The sign-in page.' } },
+            },
+          },
+          '403': operatorResponses['403']!,
+          ...failures,
+        },
+      },
+    },
+    '/console/assets/{file}': {
+      get: {
+        operationId: 'getConsoleAsset',
+        tags: ['meta'],
+        summary: "The console's script and style",
+        description:
+          'Built by `npm run build` from console/src. Anonymous like this document: code without data; every data request of the console goes to an operator route.',
+        security: [],
+        parameters: [
+          {
+            name: 'file',
+            in: 'path',
+            required: true,
+            schema: inline(z.enum(Object.keys(consoleAssets) as [string, ...string[]])),
+          },
+        ],
+        responses: {
+          '200': {
+            description: 'The file.',
+            content: {
+              'text/javascript': { schema: { type: 'string' } },
+              'text/css': { schema: { type: 'string' } },
+            },
+          },
+          '404': problem('No such file.'),
+          ...failures,
+        },
+      },
+    },
+    '/console/orders/{orderId}': {
+      get: {
+        operationId: 'getOrderForOperator',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'One order, for an operator',
+        description:
+          "What `GET /orders/{orderId}` shows the order's client, for an operator (who holds no function key): the order page of the console reads it.",
+        parameters: [param('OrderId')],
+        responses: {
+          '200': json('OrderView', "The order's recorded process state, step by step.", ['Cache-Control']),
+          '400': badOrderId,
+          '404': notFound,
           ...operatorResponses,
         },
       },

@@ -63,7 +63,10 @@ describe('the API answers as its OpenAPI document says', () => {
       status: res.status,
       headers: res.headers,
       raw: text,
-      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+      body:
+        text && /json/.test(res.headers.get('content-type') ?? '')
+          ? (JSON.parse(text) as Record<string, unknown>)
+          : {},
     };
   }
   const operator = (method: string, path: string) => call(method, path, { as: 'operator' });
@@ -127,8 +130,8 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.deepEqual(documentedOps, registered.sort());
     assert.equal(
       documentedOps.filter((k) => k.endsWith(' operator')).length,
-      12,
-      'list, counts, changes, history, resubmit, cancel, retry, bulk and the four dead-letter routes are the operator operations',
+      14,
+      "list, counts, changes, history, resubmit, cancel, retry, bulk, the four dead-letter routes, the console and the console's order are the operator operations",
     );
   });
 
@@ -441,6 +444,30 @@ describe('the API answers as its OpenAPI document says', () => {
       });
       assert.equal(malformed.status, 400);
     }
+  });
+
+  it('console: the page for an operator, the sign-in page (401) for a browser, 403 for a client key; assets; an order', async () => {
+    const page = await operator('GET', '/console');
+    assert.equal(page.status, 200);
+    assert.match(page.raw, /<main id="app">/);
+    const signIn = await call('GET', '/console', { as: 'nobody', headers: { accept: 'text/html' } });
+    assert.equal(signIn.status, 401);
+    assert.match(signIn.raw, /data-mode="key"/);
+    assert.equal((await call('GET', '/console', { as: 'nobody' })).status, 401);
+    assert.equal((await call('GET', '/console')).status, 403);
+    for (const file of ['app.js', 'app.css']) {
+      assert.equal((await call('GET', `/console/assets/${file}`, { as: 'nobody' })).status, 200);
+    }
+    assert.equal((await call('GET', '/console/assets/nope.js', { as: 'nobody' })).status, 404);
+    const placed = await call('POST', '/orders', { json: orderBody() });
+    const id = placed.body.orderId as string;
+    const order = await operator('GET', `/console/orders/${id}`);
+    assert.equal(order.status, 200);
+    assert.equal(order.body.orderId, id);
+    assert.equal((await operator('GET', '/console/orders/NOT-AN-ID')).status, 400);
+    assert.equal((await operator('GET', `/console/orders/${randomUUID()}`)).status, 404);
+    assert.equal((await call('GET', `/console/orders/${id}`, { as: 'nobody' })).status, 401);
+    assert.equal((await call('GET', `/console/orders/${id}`)).status, 403);
   });
 
   it('every documented status was answered at least once (but 500 and 503)', () => {
