@@ -37,6 +37,9 @@ export const chaosSettings = {
   FAILURE_SOFT_THRESHOLD: '2',
   FAILURE_HARD_THRESHOLD: '4',
   EXTENDED_BACKOFF_SECONDS: '2',
+  // The door stays open: each scenario checks the invariants on the orders it sends, and a door
+  // refusing them would shrink what is tested. `burst` opens it (test/app/admission.test.ts too).
+  ADMISSION_BACKLOG_LIMIT_SECONDS: '0',
 };
 
 export interface Bound {

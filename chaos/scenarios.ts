@@ -1017,6 +1017,13 @@ export const scenarios: Scenario[] = [
     // Deliberate overload: the drain may take as long as working through the burst does, at the
     // ~5 orders/s a loaded 2-core machine sustains end to end.
     outageSeconds: (n) => Math.ceil((burstFactor * n) / 5),
+    // The product's default door (hard threshold x claim timeout): a client refused at it waits
+    // Retry-After and tries again; only acknowledged orders are owed a terminal state.
+    settings: {
+      ADMISSION_BACKLOG_LIMIT_SECONDS: String(
+        Number(chaosSettings.FAILURE_HARD_THRESHOLD) * Number(chaosSettings.CLAIM_TIMEOUT_SECONDS),
+      ),
+    },
     what:
       `${burstFactor} x the orders, all POSTed at once, remote services instant: many times what the ` +
       'Scheduler and Agents drain in one step timeout; every acknowledged order must end Processed',
