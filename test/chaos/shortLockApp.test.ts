@@ -46,7 +46,10 @@ test('the short-lock app root: agent locks short, renewal off, the same function
 
     const files = resolveEntryFiles(root);
     assert.deepEqual(files, resolveEntryFiles(repoRoot));
-    assert.ok(files.map((f) => basename(f)).includes('paymentAgent.js'));
+    assert.ok(
+      files.map((f) => basename(f)).includes('agents.js'),
+      'the Agents are registered by functions/agents.js',
+    );
 
     assert.equal(
       readFileSync(join(repoRoot, 'infra', 'servicebus-emulator', 'Config.json'), 'utf8'),
