@@ -21,7 +21,7 @@ import { problem, problemTypes, validationProblem, type FieldError } from './pro
 
 /**
  * The operator's dead-letter routes: counts per source, the dead letters of one source, and
- * redrive / discard of chosen ones (CONTRACT.md, "Dead letters"). Every one needs an operator.
+ * redrive / discard of chosen ones (docs/operations.md, "Dead letters"). Every one needs an operator.
  */
 
 export const deadLetterEntityNames = deadLetterSourceList.map((s) => s.name) as [string, ...string[]];

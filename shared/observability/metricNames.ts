@@ -1,5 +1,5 @@
 /**
- * The OpenTelemetry meter and instrument names the app emits (CONTRACT.md, issue 16). Azure
+ * The OpenTelemetry meter and instrument names the app emits (issue 16; docs/operations.md lists them). Azure
  * Monitor stores each instrument as customMetrics rows under this name, so the alerts and the
  * workbook in infra/ query them by these strings; test/infra/observability.test.ts fails when
  * infra/ names a metric that is not here. Names only: the instruments are created elsewhere.

@@ -74,7 +74,7 @@ const queriesOf = (files: BicepFile[]) => {
   return alerts.map((a) => ({ where: `${a.file}:${a.symbol}`, query: a.query }));
 };
 
-test('the metric names are the eleven of CONTRACT.md, under the order-processing meter', () => {
+test('the metric names are the eleven the alerts and the workbook read, under the order-processing meter', () => {
   assert.deepEqual([...known].sort(), [
     'deadletters',
     'orders.compensations',
