@@ -36,13 +36,24 @@ export interface Infra {
 }
 
 export async function startInfra(): Promise<Infra> {
-  const [azurite, emulator] = await Promise.all([
+  const [azuriteStarted, emulatorStarted] = await Promise.allSettled([
     startAzurite({ services: ['table'] }),
     startServiceBusEmulator({
       config: join(repoRoot, 'infra', 'servicebus-emulator', 'Config.json'),
       port: 0,
     }),
   ]);
+  if (azuriteStarted.status === 'rejected' || emulatorStarted.status === 'rejected') {
+    // Stop whichever did start: a listening emulator left behind keeps the test file's process
+    // alive, so a slow Azurite start turned into a hung run instead of a failed one.
+    if (azuriteStarted.status === 'fulfilled') await azuriteStarted.value.stop().catch(() => undefined);
+    if (emulatorStarted.status === 'fulfilled') await emulatorStarted.value.stop().catch(() => undefined);
+    throw azuriteStarted.status === 'rejected'
+      ? azuriteStarted.reason
+      : (emulatorStarted as PromiseRejectedResult).reason;
+  }
+  const azurite = azuriteStarted.value;
+  const emulator = emulatorStarted.value;
   const bus = ServiceBusMessageBus.fromConnection({
     kind: 'connectionString',
     connectionString: emulator.connectionString,
