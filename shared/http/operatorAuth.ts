@@ -68,7 +68,42 @@ function presentsFunctionKey(request: HttpRequest): boolean {
  * nobody the platform vouches for is signed in (and no function key was sent); 403 for a signed-in
  * principal without the role, and for a function key, which is a client's credential.
  */
+/**
+ * An action (any method but GET/HEAD/OPTIONS) a browser sent on behalf of another site. In Azure
+ * an operator's browser carries App Service Authentication's session cookie, and a page elsewhere
+ * can make it POST with that cookie (a form needs no CORS); the browser marks such a request with
+ * `Sec-Fetch-Site: cross-site` / `same-site` and an `Origin` of the other site. Clients outside a
+ * browser (curl, scripts) send neither and are not affected.
+ */
+function crossSiteAction(request: HttpRequest): string | undefined {
+  if (['GET', 'HEAD', 'OPTIONS'].includes(request.method.toUpperCase())) return undefined;
+  const fetchSite = request.headers.get('sec-fetch-site')?.toLowerCase();
+  if (fetchSite === 'cross-site' || fetchSite === 'same-site') return `Sec-Fetch-Site is ${fetchSite}`;
+  const origin = request.headers.get('origin');
+  if (origin === null) return undefined;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return `Origin ${JSON.stringify(origin.slice(0, 100))} is not a URL`;
+  }
+  const own = request.headers.get('x-forwarded-host') ?? new URL(request.url).host;
+  return host === own ? undefined : `Origin ${host} is not this app (${own})`;
+}
+
 export function requireOperator(request: HttpRequest, env: NodeJS.ProcessEnv = process.env): OperatorCheck {
+  const foreign = crossSiteAction(request);
+  if (foreign !== undefined) {
+    return {
+      ok: false,
+      response: problem(
+        403,
+        problemTypes.forbidden,
+        'Cross-site request refused',
+        `${foreign}: operator actions are taken from this app's own pages or from outside a browser.`,
+      ),
+    };
+  }
   const principal = signedIn(request, env);
   if (principal?.roles.includes(operatorRole)) {
     return { ok: true, operator: { id: principal.id, name: principal.name } };

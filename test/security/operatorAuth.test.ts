@@ -207,3 +207,30 @@ async function waitForDetail(orderId: string): Promise<string | undefined> {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+test("an operator's POST sent by another site is refused and changes nothing; the console's own origin is fine", async () => {
+  // In Azure the operator's browser holds App Service Authentication's session cookie, which a page
+  // on another site can make the browser send with a form POST: the browser's Origin and
+  // Sec-Fetch-Site headers tell such a request apart.
+  const orderId = await pendingOrder();
+  const foreigns: Record<string, string>[] = [
+    { origin: 'https://evil.example' },
+    { 'sec-fetch-site': 'cross-site' },
+  ];
+  for (const foreign of foreigns) {
+    const res = await send('POST', `/orders/${orderId}/cancel?reason=csrf`, { ...operator(), ...foreign });
+    assert.equal(res.status, 403, JSON.stringify(res.body));
+    assert.match(res.contentType, /application\/problem\+json/);
+    assert.match(String(res.body.title), /cross-site/i);
+  }
+  assert.equal((await store.load(orderId))?.state.processState, 'Pending', 'nothing changed');
+  // GETs are not actions: a link from elsewhere may open a page.
+  const read = await send('GET', '/orders?state=Pending', { ...operator(), origin: 'https://evil.example' });
+  assert.equal(read.status, 200);
+  const own = await send('POST', `/orders/${orderId}/cancel?reason=same-origin`, {
+    ...operator(),
+    origin: new URL(stack.baseUrl).origin,
+    'sec-fetch-site': 'same-origin',
+  });
+  assert.equal(own.status, 202, JSON.stringify(own.body));
+});
