@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
 import { decide, makePolicy, orderWorkflow, type Order, type OrderState } from '../shared/domain/index.js';
-import { StateStore, StoreMetrics } from '../shared/stateStore/index.js';
+import { StateStore, StoreMetrics, type ReconcileCursor } from '../shared/stateStore/index.js';
 import { orderToRow, stateToRow, stepToRow } from '../shared/stateStore/rows.js';
 import { summarize, type LatencySummary } from './stats.js';
 
@@ -137,7 +137,8 @@ export async function measureSweepScaling(
     const state = processed(order.orderId, past);
     const actions: TransactionAction[] = [
       ['create', orderToRow(order, { name: state.workflow, version: state.workflowVersion })],
-      ['create', stateToRow(state)],
+      // StateSince: a row written since the state index (the hourly pass backfills only older ones).
+      ['create', { ...stateToRow(state), StateSince: state.updatedAt }],
       ...state.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];
     await store.orders.submitTransaction(actions);
@@ -148,12 +149,8 @@ export async function measureSweepScaling(
   // The hourly reconciliation (functions/supervisor.ts: at most 100 pages of 1,000 rows).
   metrics.reset();
   const r0 = performance.now();
-  let token: string | undefined;
-  for (let page = 0; page < 100; page++) {
-    const r = await store.index.reconcile({ continuationToken: token, maxPages: 1 });
-    token = r.continuationToken;
-    if (!token) break;
-  }
+  let cursor: ReconcileCursor | null = { stage: 'orders' };
+  for (let page = 0; cursor && page < 100; page++) cursor = (await store.reconcilePage(cursor)).next;
   const reconcile = {
     terminal: options.terminal,
     ms: performance.now() - r0,
