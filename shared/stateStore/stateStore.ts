@@ -48,8 +48,6 @@ export interface StoredOrder {
   traceParent?: string;
   /** When the order entered its process state: the state index entry it is listed under. */
   stateSince?: Date;
-  /** The workflow version the state row records (1 when the row has none). */
-  workflowVersion?: number;
 }
 
 /** The process-state row alone (no steps): what listings return. */
@@ -218,7 +216,6 @@ export class StateStore {
       },
       ...(traceParent !== undefined ? { traceParent } : {}),
       stateSince: listed.since,
-      workflowVersion: initial.workflowVersion,
     };
     return stored;
   }
@@ -251,7 +248,6 @@ export class StateStore {
       },
       ...(typeof orderRow.TraceParent === 'string' ? { traceParent: orderRow.TraceParent } : {}),
       ...(sinceOf(stateRow) !== undefined ? { stateSince: sinceOf(stateRow) } : {}),
-      workflowVersion: versionOf(stateRow),
     };
   }
 
@@ -273,7 +269,7 @@ export class StateStore {
     // The index row's ETag travels in the state row (Replace would drop it otherwise).
     let indexEtag = current.etags.index;
     if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
-    const version = current.workflowVersion ?? 1;
+    const version = current.state.workflowVersion;
     const moving = next.processState !== current.state.processState;
     const since = moving ? next.updatedAt : (current.stateSince ?? null);
     const listed = indexed(orderId, next, since ?? next.updatedAt, current.order.customerId, version);
@@ -283,10 +279,6 @@ export class StateStore {
       ...withIndexEtag(stateToRow(next), indexEtag),
       ...(since ? { StateSince: since } : {}),
     } as ReturnType<typeof stateToRow>;
-    // Rows written before workflow versions carry none; later ones keep theirs across a Replace.
-    if (current.workflowVersion !== undefined && !('WorkflowVersion' in stateRow)) {
-      (stateRow as Record<string, unknown>).WorkflowVersion = current.workflowVersion;
-    }
     const actions: TransactionAction[] = [['update', stateRow, 'Replace', { etag: current.etags.state }]];
     const changed: string[] = [];
     next.steps.forEach((st, i) => {
@@ -317,7 +309,6 @@ export class StateStore {
       etags: { state: etag(0), steps: stepEtags, ...(indexEtag !== undefined ? { index: indexEtag } : {}) },
       ...(current.traceParent !== undefined ? { traceParent: current.traceParent } : {}),
       ...(since ? { stateSince: since } : {}),
-      ...(current.workflowVersion !== undefined ? { workflowVersion: current.workflowVersion } : {}),
     };
 
     // The second put changes the row's ETag: the state row's copy is then stale, and the
