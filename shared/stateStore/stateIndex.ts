@@ -102,6 +102,11 @@ export function rowToIndexed(row: Row): IndexedOrder {
 }
 
 export class StateIndex {
+  /** Each counter shard as this process last wrote it (null: known not to exist). */
+  private readonly known = new Map<string, { count: number; etag: string } | null>();
+  /** Shards a move of this process is writing now. */
+  private readonly busy = new Set<string>();
+
   constructor(
     readonly table: TableClient,
     private readonly metrics: StoreMetrics,
@@ -153,34 +158,46 @@ export class StateIndex {
 
   /**
    * Creates (+1) or deletes (-1) the order's group and moves one counter shard, in one batch of
-   * one partition. The counter is ETag-guarded; a lost race (412, or 409 on a new shard) is
-   * retried on another shard. A batch refused because the group is already there (+1) or already
-   * gone (-1) means another writer did it: nothing to do, nothing counted twice.
+   * one partition. The counter is ETag-guarded. This process keeps the ETag and value its own last
+   * write of each shard returned, and picks a shard none of its own moves is using, so on one
+   * instance a move is one request; a shard another instance wrote since fails with 412 and is
+   * read again. A batch refused because the group is already there (+1) or already gone (-1) means
+   * another writer did it: nothing to do, nothing counted twice.
    */
   private async move(o: IndexedOrder, delta: 1 | -1, attempts = 12): Promise<boolean> {
     const partitionKey = statePartition(o.state);
     let partial = false;
     for (let i = 0; ; i++) {
-      const shard = randomInt(countShards);
-      const counter = await this.counter(partitionKey, shard);
-      const entries: TransactionAction[] =
-        delta > 0
-          ? indexEntries(o).map((e) => {
-              const entity = e as { partitionKey: string; rowKey: string };
-              // The guard is created (409 when the group exists); the others may replace a
-              // leftover of a group whose guard is gone.
-              return entity.rowKey.startsWith('a:') ? ['create', entity] : ['upsert', entity, 'Replace'];
-            })
-          : (partial ? [guardRowKey(o)] : indexRowKeys(o)).map((rowKey) => [
-              'delete',
-              { partitionKey, rowKey },
-            ]);
-      const count = { partitionKey, rowKey: counterKey(shard), Count: (counter?.count ?? 0) + delta };
-      const countAction: TransactionAction = counter
-        ? ['update', count, 'Replace', { etag: counter.etag }]
-        : ['create', count];
+      const shard = this.freeShard(partitionKey);
+      const key = `${partitionKey}|${shard}`;
+      this.busy.add(key);
       try {
-        await this.table.submitTransaction([...entries, countAction]);
+        const counter = this.known.has(key) ? this.known.get(key)! : await this.counter(partitionKey, shard);
+        const entries: TransactionAction[] =
+          delta > 0
+            ? indexEntries(o).map((e) => {
+                const entity = e as { partitionKey: string; rowKey: string };
+                // The guard is created (409 when the group exists); the others may replace a
+                // leftover of a group whose guard is gone.
+                return entity.rowKey.startsWith('a:') ? ['create', entity] : ['upsert', entity, 'Replace'];
+              })
+            : (partial ? [guardRowKey(o)] : indexRowKeys(o)).map((rowKey) => [
+                'delete',
+                { partitionKey, rowKey },
+              ]);
+        const count = { partitionKey, rowKey: counterKey(shard), Count: (counter?.count ?? 0) + delta };
+        const countAction: TransactionAction = counter
+          ? ['update', count, 'Replace', { etag: counter.etag }]
+          : ['create', count];
+        try {
+          const response = await this.table.submitTransaction([...entries, countAction]);
+          const etag = response.subResponses[entries.length]?.etag;
+          if (etag) this.known.set(key, { count: count.Count, etag });
+          else this.known.delete(key);
+        } catch (e) {
+          this.known.delete(key);
+          throw e;
+        }
         if (partial) await this.removeUncounted(o);
         return true;
       } catch (e) {
@@ -197,8 +214,20 @@ export class StateIndex {
         if (delta < 0 && status === 404) partial = true;
         if (i + 1 >= attempts) throw e;
         await new Promise((r) => setTimeout(r, Math.random() * 10 * (i + 1)));
+      } finally {
+        this.busy.delete(key);
       }
     }
+  }
+
+  /** A counter shard of the partition that no move of this process is writing (random if all are). */
+  private freeShard(partitionKey: string): number {
+    const start = randomInt(countShards);
+    for (let k = 0; k < countShards; k++) {
+      const shard = (start + k) % countShards;
+      if (!this.busy.has(`${partitionKey}|${shard}`)) return shard;
+    }
+    return start;
   }
 
   private async removeUncounted(o: IndexedOrder): Promise<void> {

@@ -232,3 +232,36 @@ test('concurrent writers of one group count it once: entering twice, leaving twi
   });
   for await (const e of rest) assert.fail(`entry left behind: ${e.partitionKey} ${e.rowKey}`);
 });
+
+test('one instance reads each counter shard at most once; a shard another instance wrote is read again, and the counts stay exact', async () => {
+  const a = await freshStore();
+  const suffix = a.stateIndex.table.tableName;
+  // A second instance (another host) on the same tables.
+  const b = await Store.open(
+    { kind: 'connectionString', connectionString: azurite.connectionString },
+    {
+      ordersTable: a.orders.tableName,
+      inFlightTable: a.index.table.tableName,
+      stateIndexTable: suffix,
+    },
+  );
+  const group = (i: number) => ({
+    orderId: randomUUID(),
+    state: 'Pending' as const,
+    since: minutesAgo(4, i),
+    customerId: 'c-3',
+    workflow: 'order',
+    workflowVersion: 1,
+  });
+  const before = a.metrics.byMethod.GET ?? 0;
+  const groups = Array.from({ length: 40 }, (_, i) => group(i));
+  for (const g of groups) await a.stateIndex.enter(g);
+  const counterReads = (a.metrics.byMethod.GET ?? 0) - before;
+  assert.ok(counterReads <= 16, `${counterReads} reads for 40 sequential moves on 16 shards`);
+  // Both instances at once, on the shards the other keeps writing: 412s, re-reads, no loss.
+  await Promise.all(groups.map((g, i) => (i % 2 === 0 ? a : b).stateIndex.leave(g)));
+  const more = Array.from({ length: 30 }, (_, i) => group(100 + i));
+  await Promise.all(more.map((g, i) => (i % 2 === 0 ? b : a).stateIndex.enter(g)));
+  assert.deepEqual(await a.countsPerState(), expectCounts({ Pending: 30 }));
+  assert.deepEqual(await b.countsPerState(), expectCounts({ Pending: 30 }));
+});

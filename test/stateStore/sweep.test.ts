@@ -164,8 +164,11 @@ test('the finishing save removes the index row in one request with the ETag its 
   assert.equal(await indexHas(store.index, s.state.orderId), false);
   // In-flight index: 1 delete (the has() above added its own read afterwards). The rest is the
   // transaction (POST) and the operator's state index (stateIndex.ts): enter and leave batches,
-  // each moving its state's counter (2 POST), the two counter rows read first (2 GET).
-  assert.deepEqual(metrics.byMethod, { POST: 3, DELETE: 1, GET: 3 });
+  // each moving its state's counter (2 POST), and a read of each counter shard this process has
+  // not written yet (0 to 2 GET: the shards are picked at random).
+  const { GET, ...writes } = metrics.byMethod;
+  assert.deepEqual(writes, { POST: 3, DELETE: 1 });
+  assert.ok(GET >= 1 && GET <= 3, `GET ${GET}`);
 });
 
 test('a row re-written since (the sweep moved CheckAfter) is removed by the careful path, not blindly', async () => {
@@ -176,10 +179,10 @@ test('a row re-written since (the sweep moved CheckAfter) is removed by the care
   metrics.reset();
   await step(store, s, lastStep, at(41_010));
   assert.equal(await indexHas(store.index, s.state.orderId), false);
-  // batch, the failed delete (412), then read row + read state + delete (and the state index's
-  // two counter reads, see above)
+  // batch, the failed delete (412), then read row + read state + delete (and up to two counter
+  // reads of the state index, see above)
   assert.equal(metrics.byMethod.DELETE, 2);
-  assert.equal(metrics.byMethod.GET, 3 + 2);
+  assert.ok(metrics.byMethod.GET >= 3 && metrics.byMethod.GET <= 3 + 2, `GET ${metrics.byMethod.GET}`);
 });
 
 test('a stale ETag never removes the row of an order that is in flight again', async () => {
