@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
-import { decide, makePolicy, orderWorkflow, type Order, type OrderState } from '../shared/domain/index.js';
+import { decide, orderWorkflow } from '../shared/domain/index.js';
+import { pool, processedState, seedOrder, seedPolicy } from './seedOrders.js';
 import { indexEntries, StateStore, StoreMetrics, type IndexFilter } from '../shared/stateStore/index.js';
 import { stateToRow } from '../shared/stateStore/rows.js';
 
@@ -11,49 +12,8 @@ import { stateToRow } from '../shared/stateStore/rows.js';
  * newest 1,000), as the app leaves them. An entry without its state row would be hidden, so a full
  * page (items = pageSize) shows that every entry a page read was confirmed.
  */
-const policy = makePolicy({
-  stepTimeoutSeconds: 60,
-  failureSoftThreshold: 3,
-  failureHardThreshold: 5,
-  extendedBackoffSeconds: 10,
-});
-
-function newOrder(now: Date, customerId: string): Order {
-  return {
-    orderId: randomUUID(),
-    customerId,
-    items: [{ sku: 'SKU-1', quantity: 1, unitPrice: 1 }],
-    shippingAddress: { name: 'B', line1: '1 Main St', city: 'Berlin', postalCode: '10115', country: 'DE' },
-    createdAt: now,
-  };
-}
-
-function processed(orderId: string, t: Date): OrderState {
-  let s = decide(orderWorkflow, null, { type: 'Submit', orderId }, t, policy).state;
-  s = decide(orderWorkflow, s, { type: 'Claim', by: 'bench' }, t, policy).state;
-  for (const step of orderWorkflow.steps) {
-    s = decide(
-      orderWorkflow,
-      s,
-      { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 },
-      t,
-      policy,
-    ).state;
-  }
-  return s;
-}
-
 /** State rows seeded among the many terminal orders: the newest, what the first pages read. */
 const stateRowsForNewest = 1000;
-
-async function pool(total: number, concurrency: number, job: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) await job(next++);
-    }),
-  );
-}
 
 export interface PageFigures {
   list: string;
@@ -122,13 +82,13 @@ export async function measureListScaling(
   const now = new Date();
 
   await pool(options.inFlight ?? 100, conc, async () => {
-    const order = newOrder(now, 'bench-live');
+    const order = seedOrder(now, 'bench-live');
     const initial = decide(
       orderWorkflow,
       null,
       { type: 'Submit', orderId: order.orderId },
       now,
-      policy,
+      seedPolicy,
     ).state;
     await store.submit(order, initial);
   });
@@ -146,8 +106,8 @@ export async function measureListScaling(
       for (let i = 0; i < count; i++) {
         const n = base + b * batch + i;
         const at = new Date(now.getTime() - 86_400_000 + n); // older than the live orders
-        const order = newOrder(at, `bench-c${n % 2}`);
-        const state = processed(order.orderId, at);
+        const order = seedOrder(at, `bench-c${n % 2}`);
+        const state = processedState(order.orderId, at);
         // One insert per order (each its own partition) is what makes seeding slow: state rows go
         // in only for the orders a first page can show (the newest), every index entry goes in.
         if (n < options.small || n >= options.large - stateRowsForNewest) {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
-import { decide, makePolicy, orderWorkflow, type Order, type OrderState } from '../shared/domain/index.js';
-import { StateStore, StoreMetrics } from '../shared/stateStore/index.js';
+import { decide, orderWorkflow } from '../shared/domain/index.js';
+import { pool, processedState, seedOrder, seedPolicy } from './seedOrders.js';
+import { StateStore, StoreMetrics, type ReconcileCursor } from '../shared/stateStore/index.js';
 import { orderToRow, stateToRow, stepToRow } from '../shared/stateStore/rows.js';
 import { summarize, type LatencySummary } from './stats.js';
 
@@ -11,49 +12,6 @@ import { summarize, type LatencySummary } from './stats.js';
  * has passed, measures the sweep, adds many terminal orders, measures again. Also measures the
  * hourly index reconciliation, which is O(history) by design.
  */
-const policy = makePolicy({
-  stepTimeoutSeconds: 60,
-  failureSoftThreshold: 3,
-  failureHardThreshold: 5,
-  extendedBackoffSeconds: 10,
-});
-
-function newOrder(now: Date): Order {
-  return {
-    orderId: randomUUID(),
-    customerId: 'bench-sweep',
-    items: [{ sku: 'SKU-1', quantity: 1, unitPrice: 1 }],
-    shippingAddress: { name: 'B', line1: '1 Main St', city: 'Berlin', postalCode: '10115', country: 'DE' },
-    createdAt: now,
-  };
-}
-
-/** A Processed order's state, walked through the real transitions in memory. */
-function processed(orderId: string, t: Date): OrderState {
-  let s = decide(orderWorkflow, null, { type: 'Submit', orderId }, t, policy).state;
-  s = decide(orderWorkflow, s, { type: 'Claim', by: 'bench' }, t, policy).state;
-  for (const step of orderWorkflow.steps) {
-    s = decide(
-      orderWorkflow,
-      s,
-      { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 },
-      t,
-      policy,
-    ).state;
-  }
-  if (s.processState !== 'Processed') throw new Error(`seed: expected Processed, got ${s.processState}`);
-  return s;
-}
-
-async function pool(total: number, concurrency: number, job: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) await job(next++);
-    }),
-  );
-}
-
 export interface SweepFigures {
   inFlight: number;
   terminal: number;
@@ -115,17 +73,17 @@ export async function measureSweepScaling(
 
   // In flight: Processing, claimed an hour ago, so complete-by has passed and the sweep reports them.
   await pool(options.inFlight, conc, async () => {
-    const order = newOrder(past);
+    const order = seedOrder(past, 'bench-sweep');
     const initial = decide(
       orderWorkflow,
       null,
       { type: 'Submit', orderId: order.orderId },
       past,
-      policy,
+      seedPolicy,
     ).state;
     await store.submit(order, initial);
     await store.applyWithRetry(order.orderId, (cur) =>
-      decide(orderWorkflow, cur.state, { type: 'Claim', by: 'bench' }, past, policy),
+      decide(orderWorkflow, cur.state, { type: 'Claim', by: 'bench' }, past, seedPolicy),
     );
   });
   const alone = await measureSweep(s, options.inFlight, 0, options.repeats);
@@ -133,11 +91,12 @@ export async function measureSweepScaling(
   // History: terminal orders as the app leaves them (five rows in their partition, no index row).
   const t0 = performance.now();
   await pool(options.terminal, conc, async () => {
-    const order = newOrder(past);
-    const state = processed(order.orderId, past);
+    const order = seedOrder(past, 'bench-sweep');
+    const state = processedState(order.orderId, past);
     const actions: TransactionAction[] = [
       ['create', orderToRow(order, { name: state.workflow, version: state.workflowVersion })],
-      ['create', stateToRow(state)],
+      // StateSince: a row written since the state index (the hourly pass backfills only older ones).
+      ['create', { ...stateToRow(state), StateSince: state.updatedAt }],
       ...state.steps.map((st, i): TransactionAction => ['create', stepToRow(order.orderId, i, st)]),
     ];
     await store.orders.submitTransaction(actions);
@@ -148,12 +107,8 @@ export async function measureSweepScaling(
   // The hourly reconciliation (functions/supervisor.ts: at most 100 pages of 1,000 rows).
   metrics.reset();
   const r0 = performance.now();
-  let token: string | undefined;
-  for (let page = 0; page < 100; page++) {
-    const r = await store.index.reconcile({ continuationToken: token, maxPages: 1 });
-    token = r.continuationToken;
-    if (!token) break;
-  }
+  let cursor: ReconcileCursor | null = { stage: 'orders' };
+  for (let page = 0; cursor && page < 100; page++) cursor = (await store.reconcilePage(cursor)).next;
   const reconcile = {
     terminal: options.terminal,
     ms: performance.now() - r0,

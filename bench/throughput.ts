@@ -53,13 +53,32 @@ export async function measureActual(
   concurrency: number,
   total: number,
 ): Promise<RunFigures> {
-  const r = await closedLoop(concurrency, total, async () => {
+  return figures(concurrency, await measureActualRaw(bench, concurrency, total));
+}
+
+/** measureActual's latencies and wall time, for a caller that joins several runs into one figure. */
+export async function measureActualRaw(
+  bench: BenchStack,
+  concurrency: number,
+  total: number,
+): Promise<{ latencies: number[]; elapsedMs: number }> {
+  return closedLoop(concurrency, total, async () => {
     const { orderId, sentAt } = await submitOrder(bench.stack);
     const done = await bench.status.waitFor(orderId, 120_000);
     if (done.state !== 'Processed') throw new Error(`order ${orderId} ended ${done.state}`);
     return done.at - sentAt;
   });
-  return figures(concurrency, r);
+}
+
+/** Several runs at one concurrency as one: orders over the summed wall time, latencies pooled. */
+export function joinRuns(
+  concurrency: number,
+  runs: ReadonlyArray<{ latencies: number[]; elapsedMs: number }>,
+): RunFigures {
+  return figures(concurrency, {
+    latencies: runs.flatMap((r) => r.latencies),
+    elapsedMs: runs.reduce((sum, r) => sum + r.elapsedMs, 0),
+  });
 }
 
 /** The raw operations of one order, from part 1 (rounded to whole operations). */

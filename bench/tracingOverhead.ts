@@ -2,14 +2,18 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchStack } from './benchStack.js';
-import { measureActual, type RunFigures } from './throughput.js';
+import { joinRuns, measureActual, measureActualRaw, type RunFigures } from './throughput.js';
 
 /**
  * End-to-end throughput with telemetry off and on, in one run on one stack: the host restarts
- * between the two (same ports, same data), and each mode gets the same warm-up. "On" is the app's
+ * between modes (same ports, same data), and each mode gets the same warm-up. "On" is the app's
  * full telemetry (a span per invocation and remote call, traceparent on every message and call,
  * the metrics) exported to the local JSON-lines file; Application Insights' exporter does the same
  * work plus its HTTP upload, which a local run cannot reach.
+ *
+ * The modes alternate off, on, on, off (half the orders each time): the stack's tables grow with
+ * every order and Azurite slows as they do, so a mode measured second would pay for the first
+ * one's data. With the alternation both modes see the same table sizes on average.
  */
 export interface TracingOverhead {
   concurrency: number;
@@ -18,7 +22,7 @@ export interface TracingOverhead {
   on: RunFigures;
   /** on / off orders per second: 1.0 means no cost. */
   ratio: number;
-  /** Bytes the "on" run wrote to the telemetry file. */
+  /** Bytes the "on" runs wrote to the telemetry file. */
   telemetryBytes: number;
 }
 
@@ -36,16 +40,32 @@ export async function measureTracingOverhead(
 ): Promise<TracingOverhead[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-telemetry-'));
   const results: TracingOverhead[] = [];
+  const size = (file: string): number => statSync(file, { throwIfNoEntry: false })?.size ?? 0;
   try {
     for (const { n, orders } of runs) {
-      await restartWith(bench, undefined);
-      const off = await measureActual(bench, n, orders);
+      const half = Math.max(n, Math.ceil(orders / 2));
       const file = join(dir, `telemetry-${n}.jsonl`);
-      await restartWith(bench, file);
-      const before = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
-      const on = await measureActual(bench, n, orders);
-      const telemetryBytes = (statSync(file, { throwIfNoEntry: false })?.size ?? 0) - before;
-      results.push({ concurrency: n, orders, off, on, ratio: on.perSecond / off.perSecond, telemetryBytes });
+      const off: Array<{ latencies: number[]; elapsedMs: number }> = [];
+      const on: typeof off = [];
+      let telemetryBytes = 0;
+      for (const mode of ['off', 'on', 'on', 'off'] as const) {
+        const switching = (mode === 'on') !== (bench.stack.env.TELEMETRY_FILE !== undefined);
+        if (switching || off.length + on.length === 0)
+          await restartWith(bench, mode === 'on' ? file : undefined);
+        const before = size(file);
+        (mode === 'on' ? on : off).push(await measureActualRaw(bench, n, half));
+        if (mode === 'on') telemetryBytes += size(file) - before;
+      }
+      const offFigures = joinRuns(n, off);
+      const onFigures = joinRuns(n, on);
+      results.push({
+        concurrency: n,
+        orders: offFigures.orders,
+        off: offFigures,
+        on: onFigures,
+        ratio: onFigures.perSecond / offFigures.perSecond,
+        telemetryBytes,
+      });
     }
   } finally {
     await restartWith(bench, undefined);

@@ -9,16 +9,21 @@ settings();
 const reconciledHours = new Set<number>();
 
 /**
- * The in-flight index repair reads every state row, so a pass starts at most once an hour per
- * instance (the first sweep in minute 0 of each UTC hour, not every cold start); the runs after it
- * carry the pass on, a bounded slice each, until it has read the whole table.
+ * The index repair reads every state row, so a pass starts at most once an hour per instance (the
+ * first sweep in minute 0 of each UTC hour, not every cold start); the runs after it carry the
+ * pass on, a bounded slice each, until it has read the whole table. The pass of 03:00 UTC is a
+ * full one: it also checks each order's state index entry and each entry's order, one point read
+ * each (StateStore.reconcilePage), which is why it is daily.
  */
-function shouldReconcile(now: Date): boolean {
+function shouldReconcile(now: Date): boolean | 'full' {
   const hour = Math.floor(now.getTime() / 3_600_000);
   if (now.getUTCMinutes() !== 0 || reconciledHours.has(hour)) return false;
   reconciledHours.add(hour);
-  return true;
+  return now.getUTCHours() === fullReconcileHourUtc ? 'full' : true;
 }
+
+/** The hour (UTC) of the daily full reconcile: a quiet hour for most shops in Europe and America. */
+const fullReconcileHourUtc = 3;
 
 /** The Supervisor: finds orders whose complete-by passed and has them retried or undone. */
 export async function supervisor(_timer: Timer, context: InvocationContext): Promise<void> {

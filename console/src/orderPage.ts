@@ -59,6 +59,13 @@ function Timeline({ entries }: { entries: HistoryEntry[] }) {
           ${e.run ? html`<span class="run">run ${e.run}</span>` : null}
           ${e.workflowVersion ? html`<span class="version">${e.workflow ?? 'workflow'} v${e.workflowVersion}</span>` : null}
           ${e.outcome ? html`<span class="outcome">→ ${e.outcome}</span>` : null}
+          ${
+            e.traceId
+              ? html`<span class="trace" title="W3C trace id: operation_Id in Application Insights"
+                  >trace <code>${e.traceId}</code></span
+                >`
+              : null
+          }
           ${e.error ? html`<pre class="entry-error">${e.error}</pre>` : null}
         </li>`,
     )}

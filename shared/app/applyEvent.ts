@@ -10,6 +10,7 @@ import {
 import { OrderNotFound, type StoredOrder } from '../stateStore/index.js';
 import type { Dependencies } from './ports.js';
 import { recordTransition } from '../observability/orderMetrics.js';
+import { activeTraceId } from '../observability/tracing.js';
 
 export type ApplyResult =
   | { kind: 'applied'; before: StoredOrder; state: OrderState; commands: Command[] }
@@ -44,13 +45,16 @@ export async function applyEvent(
       },
       (current, decision) =>
         // The entry rides in the transition's own transaction: no entry without the transition.
-        historyEntryFor(
-          event,
-          current.state,
-          decision.state,
-          decision.state.updatedAt,
-          current.state.workflowVersion,
-        ),
+        ({
+          ...historyEntryFor(
+            event,
+            current.state,
+            decision.state,
+            decision.state.updatedAt,
+            current.state.workflowVersion,
+          ),
+          ...activeTraceId(),
+        }),
     );
     recordTransition(seen!.state, event, decision.state, decision.commands);
     return { kind: 'applied', before: seen!, state: decision.state, commands: decision.commands };

@@ -14,6 +14,7 @@ import {
 import { logger, type Logger } from '../observability/logger.js';
 import { orderRowKey } from '../stateStore/rows.js';
 import { historyEntryToRow } from '../stateStore/historyRows.js';
+import { activeTraceId } from '../observability/tracing.js';
 import type { Operator } from './operatorAuth.js';
 import { requireOperator } from './operatorAuth.js';
 import { readJsonBody } from './jsonBody.js';
@@ -195,6 +196,7 @@ async function recordInHistory(
         event,
         outcome: event === 'DeadLetterRedriven' ? 'redriven' : 'discarded',
         error: detail,
+        ...activeTraceId(),
       }),
     );
   } catch (e) {

@@ -187,6 +187,37 @@ const notFound = problem('No order with this id is recorded.');
 
 const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 
+/** A redrive or a discard: the same request and answers, another action. */
+function deadLetterAction(
+  operationId: string,
+  summary: string,
+  description: string,
+): Record<string, OperationObject> {
+  return {
+    post: {
+      operationId,
+      tags: ['operator'],
+      security: operatorSecurity,
+      summary,
+      description,
+      requestBody: {
+        required: true,
+        description: `JSON, at most ${maxSequenceNumbers} sequence numbers.`,
+        content: { 'application/json': { schema: componentRef('DeadLetterAction') } },
+      },
+      responses: {
+        '200': json('DeadLetterResults', 'One result per sequence number.', ['Cache-Control']),
+        '400': problem(
+          'Malformed JSON, an unknown entity, or invalid sequence numbers (listed in `errors`).',
+        ),
+        '413': problem(`The body is over ${maxBodyBytes} bytes.`),
+        '415': problem('The body is not JSON.'),
+        ...operatorResponses,
+      },
+    },
+  };
+}
+
 function operations(): Record<string, Record<string, OperationObject>> {
   return {
     '/orders': {
@@ -323,53 +354,16 @@ function operations(): Record<string, Record<string, OperationObject>> {
         },
       },
     },
-    '/deadletters/redrive': {
-      post: {
-        operationId: 'redriveDeadLetters',
-        tags: ['operator'],
-        security: operatorSecurity,
-        summary: 'Send dead letters back',
-        description:
-          "Sends a copy of each chosen dead letter, with a new message id, to its queue (a subscription's copy goes to the topic, with `redrivenFor` naming the subscription), then removes the dead letter and records the redrive in the order's history. Redriving the same dead letter twice sends one copy.",
-        requestBody: {
-          required: true,
-          description: `JSON, at most ${maxSequenceNumbers} sequence numbers.`,
-          content: { 'application/json': { schema: componentRef('DeadLetterAction') } },
-        },
-        responses: {
-          '200': json('DeadLetterResults', 'One result per sequence number.', ['Cache-Control']),
-          '400': problem(
-            'Malformed JSON, an unknown entity, or invalid sequence numbers (listed in `errors`).',
-          ),
-          '413': problem(`The body is over ${maxBodyBytes} bytes.`),
-          '415': problem('The body is not JSON.'),
-          ...operatorResponses,
-        },
-      },
-    },
-    '/deadletters/discard': {
-      post: {
-        operationId: 'discardDeadLetters',
-        tags: ['operator'],
-        security: operatorSecurity,
-        summary: 'Discard dead letters',
-        description: "Removes each chosen dead letter and records the discard in the order's history.",
-        requestBody: {
-          required: true,
-          description: `JSON, at most ${maxSequenceNumbers} sequence numbers.`,
-          content: { 'application/json': { schema: componentRef('DeadLetterAction') } },
-        },
-        responses: {
-          '200': json('DeadLetterResults', 'One result per sequence number.', ['Cache-Control']),
-          '400': problem(
-            'Malformed JSON, an unknown entity, or invalid sequence numbers (listed in `errors`).',
-          ),
-          '413': problem(`The body is over ${maxBodyBytes} bytes.`),
-          '415': problem('The body is not JSON.'),
-          ...operatorResponses,
-        },
-      },
-    },
+    '/deadletters/redrive': deadLetterAction(
+      'redriveDeadLetters',
+      'Send dead letters back',
+      "Sends a copy of each chosen dead letter, with a new message id, to its queue (a subscription's copy goes to the topic, with `redrivenFor` naming the subscription), then removes the dead letter and records the redrive in the order's history. Redriving the same dead letter twice sends one copy.",
+    ),
+    '/deadletters/discard': deadLetterAction(
+      'discardDeadLetters',
+      'Discard dead letters',
+      "Removes each chosen dead letter and records the discard in the order's history.",
+    ),
     '/orders/{orderId}/retry': {
       post: {
         operationId: 'retryOrder',

@@ -17,7 +17,7 @@ import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { recordSubmitted } from '../observability/orderMetrics.js';
-import { annotate, currentTraceParent, stateFields } from '../observability/tracing.js';
+import { activeTraceId, annotate, currentTraceParent, stateFields } from '../observability/tracing.js';
 import { callerScope } from '../orders/callerScope.js';
 import { parseOrderRequest, type OrderRequest } from '../orders/orderRequest.js';
 import { orderSummary, orderView } from '../orders/orderView.js';
@@ -149,7 +149,10 @@ export async function submitOrder(
   annotate(stateFields(decision.state));
   try {
     await deps.store.submit(order, decision.state, {
-      history: historyEntryFor(submitted, null, decision.state, now, decision.state.workflowVersion),
+      history: {
+        ...historyEntryFor(submitted, null, decision.state, now, decision.state.workflowVersion),
+        ...activeTraceId(),
+      },
       traceParent: currentTraceParent(),
     });
   } catch (e) {

@@ -50,6 +50,12 @@ export function traceIdOf(traceParent: string | undefined): string | undefined {
   return traceParent?.split('-')[1];
 }
 
+/** `{ traceId }` of the active span, for a record that should name its trace; {} when untraced. */
+export function activeTraceId(): { traceId?: string } {
+  const traceId = traceIdOf(currentTraceParent());
+  return traceId ? { traceId } : {};
+}
+
 /**
  * What a Service Bus message carries: `Diagnostic-Id` is what the Functions host and the Azure SDK
  * read, `traceparent` what other OpenTelemetry consumers read. Both hold the sender's span.

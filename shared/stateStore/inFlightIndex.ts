@@ -5,6 +5,13 @@ import { httpStatusOf } from './errors.js';
 import type { StoreMetrics } from './metrics.js';
 import { stateRowKey, type Row } from './rows.js';
 
+/** Where a reconcile pass is (StateStore.reconcilePage); `full` also checks the state index. */
+export interface ReconcileCursor {
+  stage: 'orders' | `entries:${ProcessState}`;
+  token?: string;
+  full?: boolean;
+}
+
 /**
  * The in-flight index: a table with one row per order that may be non-terminal, so the
  * Supervisor's sweep reads O(in-flight) rows instead of scanning every order ever placed.
@@ -42,13 +49,6 @@ export interface SweepResult {
   removed: number;
   /** Index rows whose CheckAfter was pushed to the order's current complete-by. */
   deferred: number;
-}
-
-export interface ReconcileResult {
-  scanned: number;
-  /** Non-terminal orders whose index row was missing and has been re-created. */
-  recreated: number;
-  continuationToken?: string;
 }
 
 type IndexRow = Row & { CheckAfter?: Date; PutAt?: Date };
@@ -205,50 +205,43 @@ export class InFlightIndex {
   }
 
   /**
-   * Repair for the other direction: an in-flight order whose index row was lost (a deleted
-   * table, a bug, a manual edit). It scans the state rows of non-terminal orders in the Orders
-   * table, which the service evaluates by reading every row: O(history). So it runs rarely (a
-   * page per Supervisor run every N runs, or a slow timer), never on the hot path, resuming from
-   * the continuation token it returns.
+   * Repair for the other direction: a non-terminal order whose index row was lost (a deleted
+   * table, a bug, a manual edit) gets it back. Called with the state rows of one page of the
+   * reconcile pass (StateStore.reconcilePage), which reads the whole Orders table: O(history), so
+   * it runs rarely, never on the hot path. Returns how many rows it re-created.
    */
-  async reconcile(
-    options: { continuationToken?: string; pageSize?: number; maxPages?: number } = {},
-  ): Promise<ReconcileResult> {
-    const result: ReconcileResult = { scanned: 0, recreated: 0 };
-    const filter = odata`RowKey eq ${stateRowKey} and ProcessState ne ${'Processed'} and ProcessState ne ${'Compensated'} and ProcessState ne ${'Error'}`;
-    const pages = this.orders
-      .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
-      .byPage({ maxPageSize: options.pageSize ?? 1000, continuationToken: options.continuationToken });
-    const maxPages = options.maxPages ?? 1;
-    let token: string | undefined;
-    let read = 0;
-    for await (const page of pages) {
-      read += 1;
-      result.scanned += page.length;
-      this.metrics.entitiesRead += page.length;
-      for (const row of page as unknown as Row[]) {
-        if ((await this.getIndexRow(row.partitionKey)) === null) {
-          const completeBy = row.CompleteBy instanceof Date ? row.CompleteBy : new Date();
-          await this.put(row.partitionKey, completeBy);
-          result.recreated += 1;
-        }
+  async recreateMissing(stateRows: Row[]): Promise<number> {
+    let recreated = 0;
+    for (const row of stateRows) {
+      if (isTerminal(row.ProcessState as ProcessState)) continue;
+      if ((await this.getIndexRow(row.partitionKey)) === null) {
+        const completeBy = row.CompleteBy instanceof Date ? row.CompleteBy : new Date();
+        await this.put(row.partitionKey, completeBy);
+        recreated += 1;
       }
-      token = page.continuationToken;
-      if (!token || read >= maxPages) break;
     }
-    if (token) result.continuationToken = token;
-    return result;
+    return recreated;
   }
 
   /**
-   * Where an unfinished reconcile pass stopped: null when no pass is under way, else the
-   * continuation token to resume from (undefined: from the start). Kept in the index table itself,
-   * so every Supervisor instance, and the next one after a restart, carries on the same pass.
+   * Where an unfinished reconcile pass stopped (StateStore.reconcilePage): null when no pass is
+   * under way. Kept in the index table itself, so every Supervisor instance, and the next one
+   * after a restart, carries on the same pass.
    */
-  async reconcileCursor(): Promise<{ token?: string } | null> {
+  async reconcileCursor(): Promise<ReconcileCursor | null> {
     try {
-      const row = await this.table.getEntity<{ Token?: string }>(cursorRow.partitionKey, cursorRow.rowKey);
-      return typeof row.Token === 'string' && row.Token !== '' ? { token: row.Token } : {};
+      const row = await this.table.getEntity<{ Token?: string; Stage?: string; Full?: boolean }>(
+        cursorRow.partitionKey,
+        cursorRow.rowKey,
+      );
+      const stage = (
+        typeof row.Stage === 'string' && row.Stage !== '' ? row.Stage : 'orders'
+      ) as ReconcileCursor['stage'];
+      return {
+        stage,
+        ...(typeof row.Token === 'string' && row.Token !== '' ? { token: row.Token } : {}),
+        ...(row.Full === true ? { full: true } : {}),
+      };
     } catch (e) {
       if (httpStatusOf(e) === 404) return null;
       throw e;
@@ -256,14 +249,17 @@ export class InFlightIndex {
   }
 
   /** Records where the pass stopped; `done` ends it. */
-  async saveReconcileCursor(cursor: { token?: string } | 'done'): Promise<void> {
+  async saveReconcileCursor(cursor: ReconcileCursor | 'done'): Promise<void> {
     if (cursor === 'done') {
       await this.table.deleteEntity(cursorRow.partitionKey, cursorRow.rowKey).catch((e: unknown) => {
         if (httpStatusOf(e) !== 404) throw e;
       });
       return;
     }
-    await this.table.upsertEntity({ ...cursorRow, Token: cursor.token ?? '' }, 'Replace');
+    await this.table.upsertEntity(
+      { ...cursorRow, Stage: cursor.stage, Token: cursor.token ?? '', Full: cursor.full === true },
+      'Replace',
+    );
   }
 
   private async getIndexRow(orderId: string): Promise<IndexRow | null> {

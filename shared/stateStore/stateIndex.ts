@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { odata, type TableClient, type TransactionAction } from '@azure/data-tables';
 import { processStates, type ProcessState } from '../domain/state.js';
 import { httpStatusOf } from './errors.js';
@@ -8,23 +9,26 @@ import type { Row } from './rows.js';
  * The operator's state index (table `OrderIndex`), so a list page, the counts and the changes
  * feed read what they show and not the Orders table.
  *
- * Partition `state:{ProcessState}` holds, for each order that entered that state at `since`, four
- * entries (one batch, one partition): `t:{inv}:{orderId}` (by time), `c:{customer}:{inv}:{orderId}`
- * (by customer), `v:{version}:{inv}:{orderId}` (by workflow version), `a:{since}:{orderId}` (oldest
- * first, for the oldest in-flight order), where `inv` is
- * 9999999999999 - since in ms, so a range read returns the newest first and a time range is a key
- * range. Entries are written BEFORE the order's transaction (a transition that then fails leaves
- * an entry the order's state row does not confirm) and the previous state's entries are deleted
- * AFTER it (a crash in between leaves one). Readers verify every entry against the order's state
- * row (its ProcessState and StateSince) and delete what it does not confirm: the index can hold
- * extra entries for a while, never miss one (a superset, like the in-flight index).
+ * Partition `state:{ProcessState}` holds, for each order that entered that state at `since`, a
+ * group of four entries: `t:{inv}:{orderId}` (by time), `c:{customer}:{inv}:{orderId}` (by
+ * customer), `v:{version}:{inv}:{orderId}` (by workflow version) and `a:{since}:{orderId}` (oldest
+ * first, for the oldest in-flight order), where `inv` is 9999999999999 - since in ms, so a range
+ * read returns the newest first and a time range is a key range. The same partition holds the
+ * state's counters `n:{shard}`: a group is created or deleted in ONE batch with a move of one
+ * counter shard, so the counts are always exactly the number of groups in the index (the `a:`
+ * entry, created with `create`, is the guard: a group is never counted twice).
  *
- * Partition `counts` holds sharded counters `{ProcessState}:{shard}` moved after each state
- * change (see StateCounts below).
+ * A group is entered BEFORE the order's transaction (a transition that then fails leaves a group
+ * the order's state row does not confirm) and the previous state's group is deleted AFTER it (a
+ * crash in between leaves one). Readers verify every entry against the order's state row (its
+ * ProcessState and StateSince) and delete what it does not confirm; the reconcile pass
+ * (StateStore.reconcilePage) re-enters groups that are missing and deletes the unconfirmed ones
+ * nobody reads. So the index, and with it the counts, is a superset of the truth that converges
+ * to it: never missing an order, over-counting only what a failed write left behind.
  */
 export const maxInverted = 9_999_999_999_999;
-const shards = 8;
-const countsPartition = 'counts';
+const countShards = 16;
+const counterKey = (shard: number): string => `n:${String(shard).padStart(2, '0')}`;
 
 export interface IndexedOrder {
   orderId: string;
@@ -58,9 +62,19 @@ function prefixOf(f: Omit<IndexFilter, 'state'>): string {
   return 't:';
 }
 
+/** The guard entry of an order's group: present iff the group is counted. */
+export const guardRowKey = (o: Pick<IndexedOrder, 'since' | 'orderId'>): string =>
+  `a:${String(o.since.getTime()).padStart(13, '0')}:${o.orderId}`;
+
+/** The group's entries, the guard `a:` last. */
 export function indexRowKeys(o: IndexedOrder): string[] {
   const tail = `${inverted(o.since)}:${o.orderId}`;
-  return [`t:${tail}`, `c:${keyPart(o.customerId)}:${tail}`, `v:${versionPart(o.workflowVersion)}:${tail}`];
+  return [
+    `t:${tail}`,
+    `c:${keyPart(o.customerId)}:${tail}`,
+    `v:${versionPart(o.workflowVersion)}:${tail}`,
+    guardRowKey(o),
+  ];
 }
 
 export function indexEntries(o: IndexedOrder): Record<string, unknown>[] {
@@ -88,39 +102,135 @@ export function rowToIndexed(row: Row): IndexedOrder {
 }
 
 export class StateIndex {
+  /** Each counter shard as this process last wrote it (null: known not to exist). */
+  private readonly known = new Map<string, { count: number; etag: string } | null>();
+  /** Shards a move of this process is writing now. */
+  private readonly busy = new Set<string>();
+
   constructor(
     readonly table: TableClient,
     private readonly metrics: StoreMetrics,
   ) {}
 
-  /** Before the order's transaction: the order is listed in its next state from now on. */
+  /** Before the order's transaction: the order is listed (and counted) in its next state from now on. */
   async enter(o: IndexedOrder): Promise<void> {
-    const actions: TransactionAction[] = indexEntries(o).map((e) => [
-      'upsert',
-      e as { partitionKey: string; rowKey: string },
-      'Replace',
-    ]);
-    await this.table.submitTransaction(actions);
+    await this.move(o, 1);
   }
 
-  /** After the transaction: the previous state's entries go (best effort; readers repair). */
-  async leave(o: IndexedOrder): Promise<void> {
-    const partitionKey = statePartition(o.state);
-    const actions: TransactionAction[] = indexRowKeys(o).map((rowKey) => [
-      'delete',
-      { partitionKey, rowKey },
-    ]);
+  /**
+   * After the transaction, and when a reader or the reconcile finds a group unconfirmed: the group
+   * goes and its state's count goes down with it. True when this call removed it.
+   */
+  async leave(o: IndexedOrder): Promise<boolean> {
+    return this.move(o, -1);
+  }
+
+  /** Whether the order's group for this state and time is in the index (one point read). */
+  async has(o: Pick<IndexedOrder, 'state' | 'since' | 'orderId'>): Promise<boolean> {
     try {
-      await this.table.submitTransaction(actions);
+      await this.table.getEntity(statePartition(o.state), guardRowKey(o), {
+        queryOptions: { select: ['PartitionKey'] },
+      });
+      this.metrics.entitiesRead += 1;
+      return true;
     } catch (e) {
-      // One entry already gone (a reader repaired it) fails the batch: delete one by one.
-      if (httpStatusOf(e) !== 404) throw e;
-      await this.removeEach(o);
+      if (httpStatusOf(e) === 404) return false;
+      throw e;
     }
   }
 
-  /** Deletes an unconfirmed order's entries, ignoring those already gone. */
-  async removeEach(o: IndexedOrder): Promise<void> {
+  /** Orders per state: the counter shards of each state partition (6 small range reads). */
+  async totals(): Promise<Record<ProcessState, number>> {
+    const counts = Object.fromEntries(processStates.map((s) => [s, 0])) as Record<ProcessState, number>;
+    await Promise.all(
+      processStates.map(async (state) => {
+        const filter = odata`PartitionKey eq ${statePartition(state)} and RowKey ge ${'n:'} and RowKey lt ${'n;'}`;
+        for await (const row of this.table.listEntities<Record<string, unknown>>({
+          queryOptions: { filter },
+        })) {
+          this.metrics.entitiesRead += 1;
+          counts[state] += Number(row.Count ?? 0);
+        }
+      }),
+    );
+    return counts;
+  }
+
+  /**
+   * Creates (+1) or deletes (-1) the order's group and moves one counter shard, in one batch of
+   * one partition. The counter is ETag-guarded. This process keeps the ETag and value its own last
+   * write of each shard returned, and picks a shard none of its own moves is using, so on one
+   * instance a move is one request; a shard another instance wrote since fails with 412 and is
+   * read again. A batch refused because the group is already there (+1) or already gone (-1) means
+   * another writer did it: nothing to do, nothing counted twice.
+   */
+  private async move(o: IndexedOrder, delta: 1 | -1, attempts = 12): Promise<boolean> {
+    const partitionKey = statePartition(o.state);
+    let partial = false;
+    for (let i = 0; ; i++) {
+      const shard = this.freeShard(partitionKey);
+      const key = `${partitionKey}|${shard}`;
+      this.busy.add(key);
+      try {
+        const counter = this.known.has(key) ? this.known.get(key)! : await this.counter(partitionKey, shard);
+        const entries: TransactionAction[] =
+          delta > 0
+            ? indexEntries(o).map((e) => {
+                const entity = e as { partitionKey: string; rowKey: string };
+                // The guard is created (409 when the group exists); the others may replace a
+                // leftover of a group whose guard is gone.
+                return entity.rowKey.startsWith('a:') ? ['create', entity] : ['upsert', entity, 'Replace'];
+              })
+            : (partial ? [guardRowKey(o)] : indexRowKeys(o)).map((rowKey) => [
+                'delete',
+                { partitionKey, rowKey },
+              ]);
+        const count = { partitionKey, rowKey: counterKey(shard), Count: (counter?.count ?? 0) + delta };
+        const countAction: TransactionAction = counter
+          ? ['update', count, 'Replace', { etag: counter.etag }]
+          : ['create', count];
+        try {
+          const response = await this.table.submitTransaction([...entries, countAction]);
+          const etag = response.subResponses[entries.length]?.etag;
+          if (etag) this.known.set(key, { count: count.Count, etag });
+          else this.known.delete(key);
+        } catch (e) {
+          this.known.delete(key);
+          throw e;
+        }
+        if (partial) await this.removeUncounted(o);
+        return true;
+      } catch (e) {
+        const status = httpStatusOf(e);
+        if (status !== 404 && status !== 409 && status !== 412) throw e;
+        const present = await this.has(o);
+        if (delta > 0 && present) return false;
+        if (delta < 0 && !present) {
+          // Uncounted leftovers (entries without their guard) go one by one.
+          await this.removeUncounted(o);
+          return false;
+        }
+        // An entry of a counted group is missing: the guard and the counter alone, then the rest.
+        if (delta < 0 && status === 404) partial = true;
+        if (i + 1 >= attempts) throw e;
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * (i + 1)));
+      } finally {
+        this.busy.delete(key);
+      }
+    }
+  }
+
+  /** A counter shard of the partition that no move of this process is writing (random if all are). */
+  private freeShard(partitionKey: string): number {
+    const start = randomInt(countShards);
+    for (let k = 0; k < countShards; k++) {
+      const shard = (start + k) % countShards;
+      if (!this.busy.has(`${partitionKey}|${shard}`)) return shard;
+    }
+    return start;
+  }
+
+  private async removeUncounted(o: IndexedOrder): Promise<void> {
     const partitionKey = statePartition(o.state);
     await Promise.all(
       indexRowKeys(o).map((rowKey) =>
@@ -129,6 +239,20 @@ export class StateIndex {
         }),
       ),
     );
+  }
+
+  private async counter(
+    partitionKey: string,
+    shard: number,
+  ): Promise<{ count: number; etag: string } | null> {
+    try {
+      const row = await this.table.getEntity<Record<string, unknown>>(partitionKey, counterKey(shard));
+      this.metrics.entitiesRead += 1;
+      return { count: Number(row.Count ?? 0), etag: row.etag };
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return null;
+      throw e;
+    }
   }
 
   /** One page of entries in key order (newest first), not yet verified. */
@@ -192,63 +316,5 @@ export class StateIndex {
       .flat()
       .sort((a, b) => a.since.getTime() - b.since.getTime())
       .slice(0, limit);
-  }
-}
-
-/**
- * Counts per state as sharded counters: after a state change commits, the old state's counter
- * goes down and the new one's up in one batch on a random shard (ETag-guarded, retried on 412).
- * A reader sums 6 x 8 small rows: O(1), no scan. Consistency: a counter moves only after the
- * transition it counts, so it is never ahead of the orders; a process that dies between the
- * transition and the counter batch leaves the counts off by one for that order (not repaired:
- * rebuilding them means reading the whole index). Counts are shown with `asOf`.
- */
-export class StateCounts {
-  constructor(
-    readonly table: TableClient,
-    private readonly metrics: StoreMetrics,
-  ) {}
-
-  async move(from: ProcessState | null, to: ProcessState, attempts = 6): Promise<void> {
-    const shard = Math.floor(Math.random() * shards);
-    const keys = [...(from ? [`${from}:${shard}`] : []), `${to}:${shard}`];
-    for (let i = 0; ; i++) {
-      const rows = await Promise.all(keys.map((k) => this.get(k)));
-      const actions: TransactionAction[] = rows.map((row, j) => {
-        const delta = keys[j].startsWith(`${to}:`) ? 1 : -1;
-        const entity = { partitionKey: countsPartition, rowKey: keys[j], Count: (row?.count ?? 0) + delta };
-        return row ? ['update', entity, 'Replace', { etag: row.etag }] : ['create', entity];
-      });
-      try {
-        await this.table.submitTransaction(actions);
-        return;
-      } catch (e) {
-        const status = httpStatusOf(e);
-        if ((status !== 412 && status !== 409) || i + 1 >= attempts) throw e;
-      }
-    }
-  }
-
-  async totals(): Promise<Record<ProcessState, number>> {
-    const counts = Object.fromEntries(processStates.map((s) => [s, 0])) as Record<ProcessState, number>;
-    const filter = odata`PartitionKey eq ${countsPartition}`;
-    for await (const row of this.table.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
-      this.metrics.entitiesRead += 1;
-      const state = String(row.rowKey).split(':')[0] as ProcessState;
-      if (state in counts) counts[state] += Number(row.Count ?? 0);
-    }
-    for (const s of processStates) counts[s] = Math.max(0, counts[s]);
-    return counts;
-  }
-
-  private async get(rowKey: string): Promise<{ count: number; etag: string } | null> {
-    try {
-      const row = await this.table.getEntity<Record<string, unknown>>(countsPartition, rowKey);
-      this.metrics.entitiesRead += 1;
-      return { count: Number(row.Count ?? 0), etag: row.etag };
-    } catch (e) {
-      if (httpStatusOf(e) === 404) return null;
-      throw e;
-    }
   }
 }

@@ -20,9 +20,9 @@ import {
   rowToHistoryEntry,
   type HistoryEntry,
 } from './historyRows.js';
-import { InFlightIndex } from './inFlightIndex.js';
+import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
 import { StoreMetrics } from './metrics.js';
-import { StateCounts, StateIndex, type IndexedOrder, type IndexFilter } from './stateIndex.js';
+import { StateIndex, type IndexedOrder, type IndexFilter } from './stateIndex.js';
 import {
   orderToRow,
   rowToOrder,
@@ -48,8 +48,6 @@ export interface StoredOrder {
   traceParent?: string;
   /** When the order entered its process state: the state index entry it is listed under. */
   stateSince?: Date;
-  /** The workflow version the state row records (1 when the row has none). */
-  workflowVersion?: number;
 }
 
 /** The process-state row alone (no steps): what listings return. */
@@ -92,6 +90,18 @@ export interface StateStoreOptions {
   indexRecheckSeconds?: number;
 }
 
+export interface ReconcileProgress {
+  /** State rows (stage orders) or index entries (stages entries:*) read. */
+  scanned: number;
+  /** Non-terminal orders whose in-flight index row was re-created. */
+  recreated: number;
+  /** Orders entered into the state index (written before it, or their group lost). */
+  reindexed: number;
+  /** Groups removed from the state index because no state row confirms them. */
+  unlisted: number;
+  next: ReconcileCursor | null;
+}
+
 export interface Page<T> {
   items: T[];
   /** Present when there may be more; pass it back to continue. */
@@ -107,7 +117,6 @@ export interface Page<T> {
 export class StateStore {
   readonly index: InFlightIndex;
   readonly stateIndex: StateIndex;
-  readonly counts: StateCounts;
 
   private constructor(
     readonly orders: TableClient,
@@ -120,7 +129,6 @@ export class StateStore {
   ) {
     this.index = new InFlightIndex(inFlight, orders, metrics, indexGraceSeconds, indexRecheckSeconds);
     this.stateIndex = new StateIndex(stateIndexTable, metrics);
-    this.counts = new StateCounts(stateIndexTable, metrics);
   }
 
   /** Connects and creates the tables on first use. */
@@ -208,9 +216,7 @@ export class StateStore {
       },
       ...(traceParent !== undefined ? { traceParent } : {}),
       stateSince: listed.since,
-      workflowVersion: initial.workflowVersion,
     };
-    await this.counts.move(null, initial.processState).catch(() => undefined); // see StateCounts
     return stored;
   }
 
@@ -242,7 +248,6 @@ export class StateStore {
       },
       ...(typeof orderRow.TraceParent === 'string' ? { traceParent: orderRow.TraceParent } : {}),
       ...(sinceOf(stateRow) !== undefined ? { stateSince: sinceOf(stateRow) } : {}),
-      workflowVersion: versionOf(stateRow),
     };
   }
 
@@ -264,7 +269,7 @@ export class StateStore {
     // The index row's ETag travels in the state row (Replace would drop it otherwise).
     let indexEtag = current.etags.index;
     if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
-    const version = current.workflowVersion ?? 1;
+    const version = current.state.workflowVersion;
     const moving = next.processState !== current.state.processState;
     const since = moving ? next.updatedAt : (current.stateSince ?? null);
     const listed = indexed(orderId, next, since ?? next.updatedAt, current.order.customerId, version);
@@ -274,10 +279,6 @@ export class StateStore {
       ...withIndexEtag(stateToRow(next), indexEtag),
       ...(since ? { StateSince: since } : {}),
     } as ReturnType<typeof stateToRow>;
-    // Rows written before workflow versions carry none; later ones keep theirs across a Replace.
-    if (current.workflowVersion !== undefined && !('WorkflowVersion' in stateRow)) {
-      (stateRow as Record<string, unknown>).WorkflowVersion = current.workflowVersion;
-    }
     const actions: TransactionAction[] = [['update', stateRow, 'Replace', { etag: current.etags.state }]];
     const changed: string[] = [];
     next.steps.forEach((st, i) => {
@@ -308,7 +309,6 @@ export class StateStore {
       etags: { state: etag(0), steps: stepEtags, ...(indexEtag !== undefined ? { index: indexEtag } : {}) },
       ...(current.traceParent !== undefined ? { traceParent: current.traceParent } : {}),
       ...(since ? { stateSince: since } : {}),
-      ...(current.workflowVersion !== undefined ? { workflowVersion: current.workflowVersion } : {}),
     };
 
     // The second put changes the row's ETag: the state row's copy is then stale, and the
@@ -316,13 +316,10 @@ export class StateStore {
     if (reopening) await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
     if (finishing) await this.index.removeAsWritten(orderId, indexEtag).catch(() => undefined); // the sweep repairs
     if (moving) {
-      // Best effort: a reader deletes entries the state row does not confirm; see StateCounts.
+      // Best effort: readers and the reconcile pass remove groups the state row does not confirm.
       const before = current.stateSince ?? current.state.updatedAt;
       const previous = indexed(orderId, current.state, before, current.order.customerId, version);
-      await Promise.all([
-        this.stateIndex.leave(previous).catch(() => undefined),
-        this.counts.move(current.state.processState, next.processState).catch(() => undefined),
-      ]);
+      await this.stateIndex.leave(previous).catch(() => undefined);
     }
     return stored;
   }
@@ -418,9 +415,113 @@ export class StateStore {
     return found.reduce((a, b) => (a.stateSince.getTime() <= b.stateSince.getTime() ? a : b));
   }
 
-  /** Orders per state from the sharded counters (O(1); see StateCounts for how exact). */
+  /**
+   * Orders per state from the index's counters (O(1)): exactly the groups in the index, so at
+   * least the truth and above it only by what failed writes left, until a reader or the
+   * reconcile pass removes it (stateIndex.ts).
+   */
   countsPerState(): Promise<Record<ProcessState, number>> {
-    return this.counts.totals();
+    return this.stateIndex.totals();
+  }
+
+  /**
+   * One page of the reconcile pass, the repair of both indexes for what no writer left behind
+   * (a crash, a lost table, orders stored before the state index existed). Stage `orders` reads
+   * the state rows, a page at a time: a non-terminal order without an in-flight index row gets one
+   * back; an order written before the state index (no StateSince) is entered into it, and with
+   * `full` every order's group is checked (one point read each) and re-entered when missing. The
+   * stages `entries:{state}` (only with `full`) read that state's index entries and remove the
+   * groups their state row does not confirm, which brings the counts back to the truth. Returns
+   * the cursor to continue from, or null when the pass is through.
+   */
+  async reconcilePage(cursor: ReconcileCursor, pageSize = 1000): Promise<ReconcileProgress> {
+    const progress: ReconcileProgress = { scanned: 0, recreated: 0, reindexed: 0, unlisted: 0, next: null };
+    if (cursor.stage === 'orders') {
+      const pages = this.orders
+        .listEntities<Record<string, unknown>>({
+          queryOptions: {
+            filter: odata`RowKey eq ${stateRowKey}`,
+            select: [
+              'PartitionKey',
+              'RowKey',
+              'ProcessState',
+              'CompleteBy',
+              'StateSince',
+              'UpdatedAt',
+              'Workflow',
+              'WorkflowVersion',
+            ],
+          },
+        })
+        .byPage({ maxPageSize: pageSize, continuationToken: cursor.token });
+      const { value, done } = await pages.next();
+      const rows = done || !value ? [] : (value as unknown as Row[]);
+      this.metrics.entitiesRead += rows.length;
+      progress.scanned = rows.length;
+      progress.recreated = await this.index.recreateMissing(rows);
+      for (const row of rows) {
+        if (await this.reindex(row, cursor.full === true)) progress.reindexed += 1;
+      }
+      const token = !done && value ? value.continuationToken : undefined;
+      progress.next = token
+        ? { ...cursor, token }
+        : cursor.full
+          ? { stage: `entries:${processStates[0]}`, full: true }
+          : null;
+      return progress;
+    }
+    const state = cursor.stage.slice('entries:'.length) as ProcessState;
+    const page = await this.stateIndex.page({ state }, pageSize, cursor.token);
+    progress.scanned = page.rows.length;
+    progress.unlisted = (await this.verify(page.rows)).removed;
+    const following = processStates[processStates.indexOf(state) + 1];
+    progress.next = page.continuationToken
+      ? { ...cursor, token: page.continuationToken }
+      : following
+        ? { stage: `entries:${following}`, full: true }
+        : null;
+    return progress;
+  }
+
+  /**
+   * Enters an order's group when it is missing: always for a state row from before the state
+   * index (no StateSince; the row then gets one, so the next pass skips it), for every row in a
+   * full pass. A group entered for a state the order has just left is removed like any other
+   * unconfirmed one. True when a group was entered.
+   */
+  private async reindex(row: Row, full: boolean): Promise<boolean> {
+    const legacy = sinceOf(row) === undefined;
+    if (!legacy && !full) return false;
+    const state = row.ProcessState as ProcessState;
+    if (!processStates.includes(state)) return false;
+    const since =
+      sinceOf(row) ?? (row.UpdatedAt instanceof Date ? row.UpdatedAt : new Date(String(row.UpdatedAt)));
+    const orderId = row.partitionKey;
+    let entered = false;
+    if (!(await this.stateIndex.has({ orderId, state, since }))) {
+      const orderRow = await this.getRow(orderId, orderRowKey);
+      if (orderRow === null) return false;
+      await this.stateIndex.enter({
+        orderId,
+        state,
+        since,
+        customerId: rowToOrder(orderRow).customerId,
+        workflow: typeof row.Workflow === 'string' ? row.Workflow : '',
+        workflowVersion: versionOf(row),
+      });
+      entered = true;
+    }
+    if (legacy) {
+      // The row now names the entry that lists it; a writer that got there first wins (412).
+      await this.orders
+        .updateEntity({ partitionKey: orderId, rowKey: stateRowKey, StateSince: since }, 'Merge', {
+          etag: row.etag,
+        })
+        .catch((e: unknown) => {
+          if (httpStatusOf(e) !== 412 && httpStatusOf(e) !== 404) throw e;
+        });
+    }
+    return entered;
   }
 
   /** One page of an order's history, oldest first; null when there is no such order. */
@@ -447,7 +548,12 @@ export class StateStore {
 
   /** Keeps the entries their order's state row confirms; deletes stale ones past their grace. */
   private async confirmed(rows: IndexedOrder[]): Promise<ListedOrder[]> {
+    return (await this.verify(rows)).listed;
+  }
+
+  private async verify(rows: IndexedOrder[]): Promise<{ listed: ListedOrder[]; removed: number }> {
     const now = Date.now();
+    let removed = 0;
     const checked = await Promise.all(
       rows.map(async (entry) => ({ entry, row: await this.getRow(entry.orderId, stateRowKey) })),
     );
@@ -470,10 +576,10 @@ export class StateStore {
       }
       const superseded = since !== undefined && since > entry.since.getTime();
       if (superseded || now - entry.since.getTime() > indexEntryGraceMs) {
-        await this.stateIndex.removeEach(entry).catch(() => undefined);
+        if (await this.stateIndex.leave(entry).catch(() => false)) removed += 1;
       }
     }
-    return out;
+    return { listed: out, removed };
   }
 
   private async getRow(orderId: string, rowKey: string): Promise<Row | null> {

@@ -6,6 +6,7 @@ import { queues } from '../messaging/entities.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
+import type { ReconcileCursor } from '../stateStore/inFlightIndex.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { recordDeadLetters, recordInFlight } from '../observability/orderMetrics.js';
 import { activeTelemetry } from '../observability/telemetry.js';
@@ -41,38 +42,47 @@ export interface SweepReport {
   examined: number;
   /** Index rows removed because their order had finished (repair). */
   repaired: number;
+  /** In-flight index rows the reconcile re-created (present when a reconcile slice ran). */
   reconciled?: number;
+  /** Orders the reconcile entered into the state index. */
+  reindexed?: number;
+  /** State index groups the reconcile removed (no state row confirms them). */
+  unlisted?: number;
 }
 
-/** One run's share of a reconcile pass: pages of state rows, and wall time. */
+/** One run's share of a reconcile pass: pages of state rows or index entries, and wall time. */
 const reconcileDefaults = { pageSize: 1000, pagesPerRun: 5, budgetMs: 5000 };
 
 /**
- * Re-creates lost index rows by scanning the state rows: O(history), so a pass starts rarely and is
+ * Repairs both indexes (StateStore.reconcilePage): O(history), so a pass starts rarely and is
  * spread over runs, one bounded slice per run, resuming from the cursor the last slice saved. It
  * runs after the sweep has acted, so a large table never delays a retry.
  */
 async function reconcileSlice(
   deps: Dependencies,
-  start: boolean,
+  start: SupervisorOptions['reconcile'],
   options: SupervisorOptions,
-): Promise<number | undefined> {
-  const cursor = await deps.store.index.reconcileCursor();
-  if (cursor === null && !start) return undefined;
+): Promise<Pick<SweepReport, 'reconciled' | 'reindexed' | 'unlisted'> | undefined> {
+  const saved = await deps.store.index.reconcileCursor();
+  if (saved === null && !start) return undefined;
+  let cursor: ReconcileCursor | null = saved ?? {
+    stage: 'orders',
+    ...(start === 'full' ? { full: true } : {}),
+  };
   const pageSize = options.reconcilePageSize ?? reconcileDefaults.pageSize;
   const pages = options.reconcilePagesPerRun ?? reconcileDefaults.pagesPerRun;
   // Wall time, not the domain clock: this bounds the run's own duration.
   const budgetEnds = Date.now() + reconcileDefaults.budgetMs;
-  let token = cursor?.token;
-  let recreated = 0;
-  for (let page = 0; page < pages && Date.now() < budgetEnds; page++) {
-    const result = await deps.store.index.reconcile({ continuationToken: token, pageSize, maxPages: 1 });
-    recreated += result.recreated;
-    token = result.continuationToken;
-    if (!token) break;
+  const done = { reconciled: 0, reindexed: 0, unlisted: 0 };
+  for (let page = 0; cursor && page < pages && Date.now() < budgetEnds; page++) {
+    const result = await deps.store.reconcilePage(cursor, pageSize);
+    done.reconciled += result.recreated;
+    done.reindexed += result.reindexed;
+    done.unlisted += result.unlisted;
+    cursor = result.next;
   }
-  await deps.store.index.saveReconcileCursor(token ? { token } : 'done');
-  return recreated;
+  await deps.store.index.saveReconcileCursor(cursor ?? 'done');
+  return done;
 }
 
 /** The ids each watched queue held at the last peek, and when one of them last left it. */
@@ -178,8 +188,11 @@ async function recordGauges(deps: Dependencies, log: Logger): Promise<void> {
 export interface SupervisorOptions {
   /** Orders acted on at once. */
   concurrency?: number;
-  /** Start a pass of the O(history) index reconciliation (one under way continues regardless). */
-  reconcile?: boolean;
+  /**
+   * Start a pass of the O(history) index reconciliation (one under way continues regardless);
+   * `full` also checks every order's state index entry and every entry's order (daily).
+   */
+  reconcile?: boolean | 'full';
   /** State rows per reconcile page (default 1,000). */
   reconcilePageSize?: number;
   /** Reconcile pages per run (default 5, and at most 5 s). */
@@ -285,9 +298,10 @@ export async function runSupervisor(
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 8) }, worker));
   try {
-    const reconciled = await reconcileSlice(deps, options.reconcile ?? false, options);
-    if (reconciled !== undefined) report.reconciled = reconciled;
-    if (reconciled) log.warn('in-flight index repaired', { recreated: reconciled });
+    const repaired = await reconcileSlice(deps, options.reconcile ?? false, options);
+    if (repaired !== undefined) Object.assign(report, repaired);
+    if (repaired?.reconciled) log.warn('in-flight index repaired', { recreated: repaired.reconciled });
+    if (repaired?.reindexed || repaired?.unlisted) log.warn('state index repaired', { ...repaired });
   } catch (e) {
     // The next run resumes from the last saved cursor.
     log.error('index reconcile failed', { error: (e as Error).message });

@@ -198,6 +198,16 @@ test("one order's spans share the caller's trace id and form one tree", async ()
   }
 });
 
+test("the order's history names its trace: every entry of the clean order carries the caller's trace id", async () => {
+  const res = await fetch(`${stack.baseUrl}/orders/${ids.clean}/history`, {
+    headers: { authorization: `Bearer ${stack.operatorKey}` },
+  });
+  assert.equal(res.status, 200);
+  const { entries } = (await res.json()) as { entries: Array<{ event: string; traceId?: string }> };
+  assert.ok(entries.length >= 5, `${entries.length} entries`);
+  for (const e of entries) assert.equal(e.traceId, clientTraceId, `${e.event} names the trace`);
+});
+
 test("a retried order's second attempt and the Supervisor's sweep that caused it are in its trace", async () => {
   const trace = await eventually(() => {
     const t = submissionTrace(spans(), ids.hang);

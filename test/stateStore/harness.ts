@@ -23,7 +23,12 @@ export async function withStore(): Promise<{
   const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
   const store = await StateStore.open(
     { kind: 'connectionString', connectionString: azurite.connectionString },
-    { ordersTable: `Orders${suffix}`, inFlightTable: `InFlight${suffix}`, metrics },
+    {
+      ordersTable: `Orders${suffix}`,
+      inFlightTable: `InFlight${suffix}`,
+      stateIndexTable: `OrderIndex${suffix}`,
+      metrics,
+    },
   );
   return { azurite, store, metrics };
 }

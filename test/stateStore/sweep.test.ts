@@ -7,6 +7,7 @@ import {
   type StateStore,
   type StoreMetrics,
   type StoredOrder,
+  type ReconcileCursor,
 } from '../../shared/stateStore/index.js';
 import { at, indexHas, pool, step, submitNew, withStore } from './harness.js';
 
@@ -94,13 +95,13 @@ test('index repair: rows for terminal or missing orders are removed; lost rows o
   assert.equal(await indexHas(store.index, done.state.orderId), false);
   assert.ok(!r.timedOut.some((c) => c.orderId === lost.state.orderId), 'the sweep cannot see it...');
 
-  let token: string | undefined;
+  let cursor: ReconcileCursor | null = { stage: 'orders' };
   let recreated = 0;
-  do {
-    const page = await store.index.reconcile({ continuationToken: token, pageSize: 100 });
+  while (cursor) {
+    const page = await store.reconcilePage(cursor, 100);
     recreated += page.recreated;
-    token = page.continuationToken;
-  } while (token);
+    cursor = page.next;
+  }
   assert.ok(recreated >= 1);
   assert.equal(await indexHas(store.index, lost.state.orderId), true);
   const r2 = await store.index.sweep(at(20_100));
@@ -162,9 +163,12 @@ test('the finishing save removes the index row in one request with the ETag its 
   assert.equal(done.state.processState, 'Processed');
   assert.equal(await indexHas(store.index, s.state.orderId), false);
   // In-flight index: 1 delete (the has() above added its own read afterwards). The rest is the
-  // transaction (POST) and the operator's state index (stateIndex.ts): enter and leave batches
-  // (2 POST), the counter rows read (2 GET) and moved (1 POST).
-  assert.deepEqual(metrics.byMethod, { POST: 4, DELETE: 1, GET: 3 });
+  // transaction (POST) and the operator's state index (stateIndex.ts): enter and leave batches,
+  // each moving its state's counter (2 POST), and a read of each counter shard this process has
+  // not written yet (0 to 2 GET: the shards are picked at random).
+  const { GET, ...writes } = metrics.byMethod;
+  assert.deepEqual(writes, { POST: 3, DELETE: 1 });
+  assert.ok(GET >= 1 && GET <= 3, `GET ${GET}`);
 });
 
 test('a row re-written since (the sweep moved CheckAfter) is removed by the careful path, not blindly', async () => {
@@ -175,10 +179,10 @@ test('a row re-written since (the sweep moved CheckAfter) is removed by the care
   metrics.reset();
   await step(store, s, lastStep, at(41_010));
   assert.equal(await indexHas(store.index, s.state.orderId), false);
-  // batch, the failed delete (412), then read row + read state + delete (and the state index's
-  // two counter reads, see above)
+  // batch, the failed delete (412), then read row + read state + delete (and up to two counter
+  // reads of the state index, see above)
   assert.equal(metrics.byMethod.DELETE, 2);
-  assert.equal(metrics.byMethod.GET, 3 + 2);
+  assert.ok(metrics.byMethod.GET >= 3 && metrics.byMethod.GET <= 3 + 2, `GET ${metrics.byMethod.GET}`);
 });
 
 test('a stale ETag never removes the row of an order that is in flight again', async () => {
