@@ -127,6 +127,9 @@ const backlog = {
     Number(chaosSettings.FAILURE_HARD_THRESHOLD) * Number(chaosSettings.CLAIM_TIMEOUT_SECONDS) + 6,
 };
 
+/** soak: orders for a run of n per scenario (past the 2,048 deliveries a link once stalled at). */
+const soakOrders = (n: number): number => Math.max(700, n);
+
 /** burst: orders per scenario order. */
 const burstFactor = 3;
 
@@ -424,14 +427,17 @@ export const scenarios: Scenario[] = [
     quick: false,
     recoverable: true,
     what:
-      'no faults, 7 x the orders through one host (700 in a full run: about 2,800 deliveries on the ' +
-      'scheduler queue, past the 2,048 at which a receive link once stalled); every order must end ' +
-      'Processed at its first try',
+      'no faults, at least 700 orders through one host (about 2,800 deliveries on the scheduler ' +
+      'queue, past the 2,048 at which a receive link once stalled); every order must end Processed ' +
+      'at its first try',
     async run(ctx, n) {
-      // The baseline's pace (20 orders/s), which this machine sustains: the soak tests long-lived
-      // links, not overload (faster, steps queue past the 3 s step timeout and get retried).
-      await submitMany(ctx, 7 * n, [[]], 50);
-      return `no faults, ${7 * n} orders`;
+      // The baseline's pace (20 orders/s): the soak tests long-lived links, not overload (faster,
+      // steps queue past the 3 s step timeout and get retried). 700 orders are enough for that; at
+      // 1,400 (7 x a full run's 200) this 2-core machine no longer holds 20 orders/s to the end
+      // and the soak measured its throughput instead (docs/reliability.md, session 6).
+      const orders = soakOrders(n);
+      await submitMany(ctx, orders, [[]], 50);
+      return `no faults, ${orders} orders`;
     },
     check: everyOrderProcessedFirstTime,
   },
