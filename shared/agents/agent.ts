@@ -321,7 +321,7 @@ async function recordHealth(
     // A call cut off by our own complete-by says nothing about the service (the breaker agrees):
     // an Agent that started late behind a backlog must not raise an outage.
     else if (verdict.kind === 'stalled') {
-      await deps.outages.failed(service, { status: verdict.status, detail: verdict.detail });
+      await deps.outages.failed(service, { status: verdict.status, detail: verdict.detail }, log);
     }
   } catch (e) {
     // Health bookkeeping must never hold up the order: the next call records again.

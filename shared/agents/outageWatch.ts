@@ -1,3 +1,4 @@
+import type { Logger } from '../observability/logger.js';
 import {
   afterAnswer,
   afterFailure,
@@ -17,7 +18,8 @@ import { HealthWriteConflict, type ServiceHealthTable } from '../stateStore/serv
  * order's alert, and in the error log). An answer closes the outage, so the next one alerts again.
  */
 export interface OutageWatch {
-  failed(service: string, failure: ServiceFailure): Promise<void>;
+  /** `log`: the failing invocation's; the alert's error line goes there when this failure raises it. */
+  failed(service: string, failure: ServiceFailure, log?: Logger): Promise<void>;
   answered(service: string): Promise<void>;
 }
 
@@ -38,7 +40,7 @@ export function outageAlertMessageId(service: string, outage: number): string {
   return `service-outage:${service}:${outage}`;
 }
 
-type HealthEvent = { kind: 'failed'; failure: ServiceFailure } | { kind: 'answered' };
+type HealthEvent = { kind: 'failed'; failure: ServiceFailure; log?: Logger } | { kind: 'answered' };
 
 export class ServiceOutageWatch implements OutageWatch {
   /** Services this process saw fail since it last closed (or found closed) their record. */
@@ -60,9 +62,9 @@ export class ServiceOutageWatch implements OutageWatch {
     }
   }
 
-  failed(service: string, failure: ServiceFailure): Promise<void> {
+  failed(service: string, failure: ServiceFailure, log?: Logger): Promise<void> {
     this.failing.add(service);
-    return this.record(service, { kind: 'failed', failure });
+    return this.record(service, { kind: 'failed', failure, ...(log ? { log } : {}) });
   }
 
   answered(service: string): Promise<void> {
@@ -103,6 +105,7 @@ export class ServiceOutageWatch implements OutageWatch {
   private async flush(service: string): Promise<void> {
     for (let batch = this.take(service); batch.length > 0; batch = this.take(service)) {
       let owed: ServiceHealth | undefined;
+      let owedLog: Logger | undefined;
       const written = await this.update(service, (h) => {
         owed = undefined;
         let health = h;
@@ -112,7 +115,10 @@ export class ServiceOutageWatch implements OutageWatch {
             const next = afterFailure(health, event.failure, this.clock.now(), this.options.threshold);
             health = next.health;
             changed = true;
-            if (next.alert) owed = health;
+            if (next.alert) {
+              owed = health;
+              owedLog = event.log;
+            }
           } else {
             const closed = afterAnswer(health);
             if (closed) {
@@ -125,7 +131,7 @@ export class ServiceOutageWatch implements OutageWatch {
       });
       if (!written || !owed) continue;
       const alerted = owed;
-      await this.sendAlert(service, alerted);
+      await this.sendAlert(service, alerted, owedLog);
       // Best effort: a lost race here only means another writer may send the (deduplicated) alert again.
       await this.update(service, (h) =>
         h.open && h.outages === alerted.outages && !h.alertSent
@@ -162,7 +168,7 @@ export class ServiceOutageWatch implements OutageWatch {
     throw new Error(`service health of ${service}: ${max} concurrent-write conflicts in a row`);
   }
 
-  private async sendAlert(service: string, health: ServiceHealth): Promise<void> {
+  private async sendAlert(service: string, health: ServiceHealth, log: Logger | undefined): Promise<void> {
     const status = health.lastStatus === null ? 'no answer' : `HTTP ${health.lastStatus}`;
     const alert: OperatorAlert = {
       type: 'operator-alert',
@@ -176,6 +182,15 @@ export class ServiceOutageWatch implements OutageWatch {
       at: this.clock.now().toISOString(),
     };
     this.options.onAlert?.(alert);
+    // The alert's second channel, as for an order's (commandMessages.ts): the error line that
+    // host.json keeps out of sampling and alerts.bicep's operator-alert rule queries.
+    log?.error('operator alert', {
+      orderId: alert.orderId,
+      code: 'ServiceOutage',
+      service,
+      ...(alert.status !== undefined ? { status: alert.status } : {}),
+      reason: alert.reason,
+    });
     await this.bus.send(queues.operatorAlerts, [
       {
         messageId: outageAlertMessageId(service, health.outages),

@@ -63,8 +63,15 @@ async function reconcileSlice(
   start: SupervisorOptions['reconcile'],
   options: SupervisorOptions,
 ): Promise<Pick<SweepReport, 'reconciled' | 'reindexed' | 'unlisted'> | undefined> {
+  // An idle sweep must stay one table request: the cursor is read only when a pass starts or
+  // this process last saw one under way (a pass another instance left unfinished is picked up by
+  // the next start, which continues from its cursor).
+  if (!start && passUnderWay.get(deps.store) === false) return undefined;
   const saved = await deps.store.index.reconcileCursor();
-  if (saved === null && !start) return undefined;
+  if (saved === null && !start) {
+    passUnderWay.set(deps.store, false);
+    return undefined;
+  }
   let cursor: ReconcileCursor | null = saved ?? {
     stage: 'orders',
     ...(start === 'full' ? { full: true } : {}),
@@ -82,8 +89,12 @@ async function reconcileSlice(
     cursor = result.next;
   }
   await deps.store.index.saveReconcileCursor(cursor ?? 'done');
+  passUnderWay.set(deps.store, cursor !== null);
   return done;
 }
+
+/** Per state store: whether this process last saw a reconcile pass under way (absent: not known). */
+const passUnderWay = new WeakMap<object, boolean>();
 
 /** The ids each watched queue held at the last peek, and when one of them last left it. */
 const progress = new Map<string, { ids: Set<string>; since: number }>();

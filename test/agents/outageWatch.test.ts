@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ServiceOutageWatch } from '../../shared/agents/outageWatch.js';
 import { ManualClock } from '../../shared/domain/index.js';
+import { logger } from '../../shared/observability/logger.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { ServiceHealthTable } from '../../shared/stateStore/serviceHealthTable.js';
 import { held, startInfra, type Infra } from '../app/direct.js';
@@ -34,12 +35,22 @@ describe('service outage alerts', () => {
   it('alerts once when the streak reaches the threshold, naming service, status and detail', async () => {
     const service = `svc-${randomUUID().slice(0, 8)}`;
     const w = watch(3);
-    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' });
-    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' });
+    // The invocation's log: the alert's second channel is its error line (alerts.bicep queries it).
+    const lines: Array<{ level: string; line: Record<string, unknown> }> = [];
+    const sink = (level: string) => (text: unknown) => lines.push({ level, line: JSON.parse(String(text)) });
+    const log = logger({ info: sink('info'), warn: sink('warn'), error: sink('error') });
+    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
+    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
     assert.equal((await alertsFor(service)).length, 0, 'below the threshold: no alert');
-    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' });
+    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
     for (let i = 0; i < 5; i++)
-      await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' });
+      await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
+    const alertLines = lines.filter((l) => l.line.msg === 'operator alert');
+    assert.equal(alertLines.length, 1, 'one alert line for the whole outage');
+    assert.equal(alertLines[0].level, 'error');
+    assert.equal(alertLines[0].line.orderId, `service:${service}`);
+    assert.equal(alertLines[0].line.code, 'ServiceOutage');
+    assert.equal(alertLines[0].line.status, 401);
     const alerts = await alertsFor(service);
     assert.equal(alerts.length, 1, 'one alert for the whole outage');
     assert.equal(alerts[0].body.service, service);

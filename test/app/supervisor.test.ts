@@ -175,6 +175,31 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     assert.equal((await runSupervisor(deps, context('supervisor'), slice)).reconciled, undefined);
   });
 
+  it('an idle sweep is one table request once it knows no reconcile pass is under way', async () => {
+    const deps = await freshDeps(infra);
+    await runSupervisor(deps, context('supervisor'));
+    for (let run = 0; run < 3; run++) {
+      deps.store.metrics.reset();
+      const report = await runSupervisor(deps, context('supervisor'));
+      assert.equal(report.reconciled, undefined);
+      assert.deepEqual(deps.store.metrics.byMethod, { GET: 1 }, `run ${run}: the index query alone`);
+    }
+    // A pass started here is carried on by the next runs, and then they are idle again.
+    await submitted(deps);
+    const started = await runSupervisor(deps, context('supervisor'), {
+      reconcile: true,
+      reconcilePageSize: 1,
+      reconcilePagesPerRun: 1,
+    });
+    assert.equal(started.reconciled, 0);
+    let runs = 0;
+    while ((await runSupervisor(deps, context('supervisor'))).reconciled !== undefined && runs < 10)
+      runs += 1;
+    deps.store.metrics.reset();
+    await runSupervisor(deps, context('supervisor'));
+    assert.deepEqual(deps.store.metrics.byMethod, { GET: 1 });
+  });
+
   it('a reply waiting behind a busy Scheduler is not a timeout: the sweep waits until the Scheduler caught up', async () => {
     const deps = await freshDeps(infra);
     // Only this test's messages on the scheduler queue (earlier tests leave theirs unconsumed).
