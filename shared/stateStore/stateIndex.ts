@@ -220,14 +220,22 @@ export class StateIndex {
     }
   }
 
-  /** A counter shard of the partition that no move of this process is writing (random if all are). */
+  /**
+   * A counter shard of the partition that no move of this process is writing: one whose ETag this
+   * process holds if there is one (no read), else any; random if all are busy. A shard another
+   * instance wrote since is dropped from what this process holds (412), so instances drift apart.
+   */
   private freeShard(partitionKey: string): number {
     const start = randomInt(countShards);
+    let free: number | undefined;
     for (let k = 0; k < countShards; k++) {
       const shard = (start + k) % countShards;
-      if (!this.busy.has(`${partitionKey}|${shard}`)) return shard;
+      const key = `${partitionKey}|${shard}`;
+      if (this.busy.has(key)) continue;
+      if (this.known.has(key)) return shard;
+      free ??= shard;
     }
-    return start;
+    return free ?? start;
   }
 
   private async removeUncounted(o: IndexedOrder): Promise<void> {

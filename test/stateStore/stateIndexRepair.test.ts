@@ -257,7 +257,7 @@ test('one instance reads each counter shard at most once; a shard another instan
   const groups = Array.from({ length: 40 }, (_, i) => group(i));
   for (const g of groups) await a.stateIndex.enter(g);
   const counterReads = (a.metrics.byMethod.GET ?? 0) - before;
-  assert.ok(counterReads <= 16, `${counterReads} reads for 40 sequential moves on 16 shards`);
+  assert.ok(counterReads <= 1, `${counterReads} reads for 40 sequential moves: one shard, read once`);
   // Both instances at once, on the shards the other keeps writing: 412s, re-reads, no loss.
   await Promise.all(groups.map((g, i) => (i % 2 === 0 ? a : b).stateIndex.leave(g)));
   const more = Array.from({ length: 30 }, (_, i) => group(100 + i));
