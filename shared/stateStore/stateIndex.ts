@@ -102,8 +102,8 @@ export function rowToIndexed(row: Row): IndexedOrder {
 }
 
 export class StateIndex {
-  /** Each counter shard as this process last wrote it (null: known not to exist). */
-  private readonly known = new Map<string, { count: number; etag: string } | null>();
+  /** Each counter shard as this process last wrote it. */
+  private readonly known = new Map<string, { count: number; etag: string }>();
   /** Shards a move of this process is writing now. */
   private readonly busy = new Set<string>();
 
@@ -172,7 +172,7 @@ export class StateIndex {
       const key = `${partitionKey}|${shard}`;
       this.busy.add(key);
       try {
-        const counter = this.known.has(key) ? this.known.get(key)! : await this.counter(partitionKey, shard);
+        const counter = this.known.get(key) ?? (await this.counter(partitionKey, shard));
         const entries: TransactionAction[] =
           delta > 0
             ? indexEntries(o).map((e) => {
