@@ -15,7 +15,9 @@ import {
   lockTokenFromWire,
   longFromWire,
   toDeliveryMessage,
-  wrapLong,
+  wrapInt,
+  wrapLongArray,
+  wrapTimestampArray,
   wrapUuid,
 } from './wire.js';
 
@@ -41,8 +43,8 @@ function reply(
   condition?: string,
 ): Message {
   const props: Record<string, unknown> = {
-    statusCode: status,
-    'status-code': status,
+    statusCode: wrapInt(status),
+    'status-code': wrapInt(status),
     statusDescription: description,
     'status-description': description,
   };
@@ -137,8 +139,8 @@ export function handleManagement(ns: Namespace, entityAddress: string, request: 
       case 'com.microsoft:renew-lock': {
         const { entity } = ns.resolveStore(entityAddress);
         const stores = [entity.active, entity.deadLetter];
-        const expirations = lockTokens(body).map((t) => new Date(storeHoldingLock(stores, t).renew(t)));
-        return reply(request, 200, { expirations });
+        const expirations = lockTokens(body).map((t) => storeHoldingLock(stores, t).renew(t));
+        return reply(request, 200, { expirations: wrapTimestampArray(expirations) });
       }
       case 'com.microsoft:schedule-message': {
         const entries = body.messages;
@@ -162,7 +164,7 @@ export function handleManagement(ns: Namespace, entityAddress: string, request: 
           }
         }
         const seqs = ns.schedule(entityAddress, messages);
-        return reply(request, 200, { 'sequence-numbers': seqs.map((s) => wrapLong(s)) });
+        return reply(request, 200, { 'sequence-numbers': wrapLongArray(seqs) });
       }
       case 'com.microsoft:cancel-scheduled-message': {
         ns.cancelScheduled(entityAddress, numberList(body['sequence-numbers'], 'sequence-numbers'));

@@ -46,6 +46,7 @@ export interface StoreCounters {
   delivered: number;
   completed: number;
   abandoned: number;
+  released: number;
   deferred: number;
   deadLettered: number;
   expired: number;
@@ -85,6 +86,7 @@ export class MessageStore {
     delivered: 0,
     completed: 0,
     abandoned: 0,
+    released: 0,
     deferred: 0,
     deadLettered: 0,
     expired: 0,
@@ -238,6 +240,18 @@ export class MessageStore {
     this.releaseFailed(msg);
   }
 
+  /**
+   * The client gives back a message it never handed to its application (AMQP `released`; the
+   * .NET client does this with prefetch 0): not a failed attempt, so the count stays.
+   */
+  release(token: string, now = Date.now()): void {
+    const msg = this.lockedMessage(token, now);
+    const returnState = msg.lock?.returnState ?? 'active';
+    this.unlock(msg);
+    this.counters.released++;
+    this.returnTo(msg, returnState);
+  }
+
   defer(token: string, properties?: Record<string, unknown>, now = Date.now()): void {
     const msg = this.lockedMessage(token, now);
     this.modifyProperties(msg, properties);
@@ -298,6 +312,10 @@ export class MessageStore {
       });
       return;
     }
+    this.returnTo(msg, returnState);
+  }
+
+  private returnTo(msg: StoredMessage, returnState: 'active' | 'deferred'): void {
     msg.state = returnState;
     if (returnState === 'active') {
       if (!this.limits.isDeadLetterQueue && msg.expiresAt <= Date.now()) {

@@ -23,6 +23,7 @@ import {
   MAX_MESSAGE_SIZE,
   splitBatch,
   toDeliveryMessage,
+  wrapInt,
 } from './wire.js';
 
 type Outcomes = {
@@ -93,6 +94,9 @@ export class AmqpServer {
     mechanisms.enable_anonymous();
     // Any key is accepted: the emulator is for local development, like Microsoft's.
     mechanisms.enable_plain(() => true);
+    // Microsoft's .NET client (the Functions host's) offers only MSSBCBS: sign in without
+    // credentials and authorize through the CBS put-token that follows, as Service Bus does.
+    (mechanisms as unknown as Record<string, () => unknown>).MSSBCBS = () => new CbsSignIn();
     this.wire();
   }
 
@@ -284,7 +288,7 @@ export class AmqpServer {
       this.replyOn(ctx.connection, request, {
         correlation_id: request.message_id,
         to: request.reply_to,
-        application_properties: { 'status-code': 200, 'status-description': 'OK' },
+        application_properties: { 'status-code': wrapInt(200), 'status-description': 'OK' },
         body: undefined,
       });
       return;
@@ -448,7 +452,7 @@ export class AmqpServer {
           break;
         }
         default:
-          info.store.abandon(info.token);
+          info.store.release(info.token);
           settledState = outcomes.released().described();
       }
     } catch (err) {
@@ -465,6 +469,16 @@ export class AmqpServer {
       }
       settleFinally(delivery, settledState);
     });
+  }
+}
+
+/** rhea's server mechanism contract: `start` decides the outcome at once, with no challenge. */
+class CbsSignIn {
+  outcome?: boolean;
+  username?: string;
+  start(): void {
+    this.outcome = true;
+    this.username = 'cbs';
   }
 }
 
@@ -511,8 +525,8 @@ function answerDrain(sender: Sender): void {
 
 function managementFailure(request: Message, err: Error): Message {
   const props = {
-    statusCode: 500,
-    'status-code': 500,
+    statusCode: wrapInt(500),
+    'status-code': wrapInt(500),
     statusDescription: err.message,
     'status-description': err.message,
     errorCondition: 'amqp:internal-error',

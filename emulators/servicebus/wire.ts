@@ -50,6 +50,24 @@ export function wrapLong(n: number): unknown {
   return types.wrap_long(n);
 }
 
+/**
+ * An AMQP int. Status codes of CBS and management replies must be ints: the .NET client casts
+ * them to int32, and rhea would encode a positive number as a uint.
+ */
+export function wrapInt(n: number): unknown {
+  return types.wrap_int(n);
+}
+
+/** An AMQP array of longs (the .NET client reads `sequence-numbers` as long[]). */
+export function wrapLongArray(values: number[]): unknown {
+  return types.wrap_array(values, 0x81);
+}
+
+/** An AMQP array of timestamps (the .NET client reads renew-lock `expirations` as DateTime[]). */
+export function wrapTimestampArray(values: number[]): unknown {
+  return types.wrap_array(values, 0x83);
+}
+
 export function wrapUuid(token: string): unknown {
   return types.wrap_uuid(uuidToBytes(token));
 }
