@@ -12,6 +12,7 @@ namespace ServiceBusClientConformance;
 public sealed class EmulatorFixture : IAsyncLifetime
 {
     private Process? _process;
+    private StreamWriter? _logFile;
     private readonly List<string> _output = new();
 
     public string ConnectionString { get; private set; } = "";
@@ -35,6 +36,10 @@ public sealed class EmulatorFixture : IAsyncLifetime
         };
         foreach (var arg in new[] { cli, "--config", config, "--port", "0", "--host", "127.0.0.1" })
             start.ArgumentList.Add(arg);
+        // EMULATOR_LOG=<file>: the emulator's verbose log, for diagnosing a failure.
+        var log = Environment.GetEnvironmentVariable("EMULATOR_LOG");
+        if (!string.IsNullOrEmpty(log)) start.ArgumentList.Add("--verbose");
+        _logFile = string.IsNullOrEmpty(log) ? null : new StreamWriter(log) { AutoFlush = true };
         _process = Process.Start(start) ?? throw new InvalidOperationException("node did not start");
         var ready = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
         _process.OutputDataReceived += (_, e) => OnLine(e.Data, ready);
@@ -53,7 +58,11 @@ public sealed class EmulatorFixture : IAsyncLifetime
     private void OnLine(string? line, TaskCompletionSource<string> ready)
     {
         if (line is null) return;
-        lock (_output) _output.Add(line);
+        lock (_output)
+        {
+            if (_output.Count < 200) _output.Add(line);
+            _logFile?.WriteLine(line);
+        }
         var m = Regex.Match(line, @"ConnectionString=(\S+)");
         if (m.Success) ready.TrySetResult(m.Groups[1].Value);
     }
@@ -66,6 +75,7 @@ public sealed class EmulatorFixture : IAsyncLifetime
             _process.WaitForExit(5000);
         }
         _process?.Dispose();
+        _logFile?.Dispose();
         return Task.CompletedTask;
     }
 

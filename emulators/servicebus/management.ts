@@ -16,6 +16,7 @@ import {
   longFromWire,
   toDeliveryMessage,
   wrapInt,
+  wrapSymbol,
   wrapLongArray,
   wrapTimestampArray,
   wrapUuid,
@@ -49,8 +50,8 @@ function reply(
     'status-description': description,
   };
   if (condition) {
-    props.errorCondition = condition;
-    props['error-condition'] = condition;
+    props.errorCondition = wrapSymbol(condition);
+    props['error-condition'] = wrapSymbol(condition);
   }
   return {
     correlation_id: request.message_id,

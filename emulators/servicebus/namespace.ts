@@ -4,6 +4,7 @@
  * subscription filters, forwarding and time-to-live, and drives every store's timers from one
  * ticker so idle entities cost nothing.
  */
+import { plainValue } from './wireTypes.js';
 import { randomUUID } from 'node:crypto';
 import type { Message } from 'rhea';
 import type {
@@ -374,7 +375,7 @@ function matchesCorrelation(f: CorrelationFilter, m: Message): boolean {
   ];
   for (const [want, got] of checks) if (want !== undefined && !sameValue(want, got)) return false;
   for (const [key, want] of Object.entries(f.properties ?? {})) {
-    if (!sameValue(want, m.application_properties?.[key])) return false;
+    if (!sameValue(want, plainValue(m.application_properties?.[key]))) return false;
   }
   return true;
 }

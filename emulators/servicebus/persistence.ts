@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { message as rheaMessage, type Message } from 'rhea';
 import type { MessageState, MessageStore, StoredMessage } from './message-store.js';
 import type { Namespace, SendTarget } from './namespace.js';
+import { decodeMessage } from './wire.js';
 
 export const LOG_FILE = 'servicebus.log';
 const FORMAT_VERSION = 1;
@@ -110,7 +111,7 @@ function messageRecord(store: MessageStore, msg: StoredMessage): LogRecord {
 function storedFrom(record: Extract<LogRecord, { k: 'm' }>): StoredMessage {
   return {
     seq: record.q,
-    amqp: rheaMessage.decode(Buffer.from(record.a, 'base64')) as unknown as Message,
+    amqp: decodeMessage(Buffer.from(record.a, 'base64')),
     enqueuedTime: record.e,
     expiresAt: record.x ?? Infinity,
     deliveryCount: record.d,

@@ -14,6 +14,7 @@ import {
   type Receiver,
   type Sender,
 } from 'rhea';
+import { isTyped, keepWireTypes, typedMapField } from './wireTypes.js';
 import { handleManagement } from './management.js';
 import { SettleError, type MessageStore } from './message-store.js';
 import { EntityError, type Namespace } from './namespace.js';
@@ -24,6 +25,7 @@ import {
   splitBatch,
   toDeliveryMessage,
   wrapInt,
+  wrapSymbol,
 } from './wire.js';
 
 type Outcomes = {
@@ -42,6 +44,8 @@ interface ReceiveBinding {
   mode: 'peekLock' | 'receiveAndDelete';
   /** Transfers we queued on this link; compared with the credit limit the peer granted. */
   sent: number;
+  /** A pump is scheduled for when our attach has been written (see creditOf). */
+  awaitingAttach?: boolean;
   connection: ConnectionState;
 }
 
@@ -163,7 +167,14 @@ export class AmqpServer {
     c.on('error', (err: unknown) => this.options.log(`amqp error: ${String(err)}`));
     c.on('sender_open', (ctx: EventContext) => this.onSenderOpen(ctx));
     c.on('receiver_open', (ctx: EventContext) => this.onReceiverOpen(ctx));
-    c.on('sender_close', (ctx: EventContext) => this.dropSender(ctx.sender!));
+    c.on('sender_close', (ctx: EventContext) => {
+      const sender = ctx.sender!;
+      const unsettled = this.bindingsForSender(sender)?.sent ?? 0;
+      this.options.log(
+        `receive link '${sender.name}' closed by the client (${unsettled} sent on it)${sender.error ? `: ${JSON.stringify(sender.error)}` : ''}`,
+      );
+      this.dropSender(sender);
+    });
     c.on('sender_error', () => {});
     c.on('receiver_error', () => {});
     c.on('session_error', () => {});
@@ -320,7 +331,9 @@ export class AmqpServer {
         return;
       }
       const messages =
-        format === BATCH_FORMAT ? splitBatch(ctx.message as unknown as Buffer) : [ctx.message as Message];
+        format === BATCH_FORMAT
+          ? splitBatch(ctx.message as unknown as Buffer)
+          : [keepWireTypes(ctx.message as Message)];
       const id = messages[0]?.message_id;
       if (this.options.refuseSend?.(address, id === undefined ? undefined : String(id))) {
         delivery.reject({ condition: 'com.microsoft:server-busy', description: 'The server is busy.' });
@@ -374,8 +387,23 @@ export class AmqpServer {
       credit: number;
       delivery_count: number;
       session: { outgoing: { available(): number } };
+      state: { open_requests: number };
     };
     if (!b.sender.is_open()) return 0;
+    if (raw.state.open_requests > 0) {
+      // Our attach is not written yet, and rhea writes a session's transfers before its links'
+      // attaches: a client that sent its attach and flow together (the .NET client with a
+      // prefetch count) would see transfers on a link not yet attached and abort it, leaving
+      // the messages locked. Deliver once the attach is out.
+      if (!b.awaitingAttach) {
+        b.awaitingAttach = true;
+        setImmediate(() => {
+          b.awaitingAttach = false;
+          this.pump(b.store);
+        });
+      }
+      return 0;
+    }
     const credit = raw.credit + raw.delivery_count - b.sent;
     return Math.min(credit, raw.session.outgoing.available());
   }
@@ -428,7 +456,13 @@ export class AmqpServer {
             description?: string;
             info?: Record<string, unknown>;
           };
-          const { DeadLetterReason, DeadLetterErrorDescription, ...properties } = error.info ?? {};
+          // The info map as typed by the client: rejected = [error], error = [condition, description, info].
+          const rawError = rawField(delivery, 0);
+          const deadLetterInfo = typedMapField(
+            error.info,
+            isTyped(rawError) ? (rawError.value as unknown[])[2] : undefined,
+          );
+          const { DeadLetterReason, DeadLetterErrorDescription, ...properties } = deadLetterInfo ?? {};
           info.store.deadLetter(info.token, {
             reason: DeadLetterReason === null ? undefined : (DeadLetterReason as string | undefined),
             description:
@@ -443,7 +477,11 @@ export class AmqpServer {
           break;
         }
         case 'modified': {
-          const annotations = state.message_annotations as Record<string, unknown> | undefined;
+          // modified = [delivery-failed, undeliverable-here, message-annotations]
+          const annotations = typedMapField(
+            state.message_annotations as Record<string, unknown> | undefined,
+            rawField(delivery, 2),
+          );
           if (state.undeliverable_here === true) info.store.defer(info.token, annotations);
           else info.store.abandon(info.token, annotations);
           settledState = outcomes
@@ -470,6 +508,12 @@ export class AmqpServer {
       settleFinally(delivery, settledState);
     });
   }
+}
+
+/** Field `index` of the peer's outcome as it came off the wire (rhea keeps it in `value`). */
+function rawField(delivery: Delivery, index: number): unknown {
+  const state = (delivery as unknown as { remote_state?: { value?: unknown[] } }).remote_state;
+  return Array.isArray(state?.value) ? state.value[index] : undefined;
 }
 
 /** rhea's server mechanism contract: `start` decides the outcome at once, with no challenge. */
@@ -529,8 +573,8 @@ function managementFailure(request: Message, err: Error): Message {
     'status-code': wrapInt(500),
     statusDescription: err.message,
     'status-description': err.message,
-    errorCondition: 'amqp:internal-error',
-    'error-condition': 'amqp:internal-error',
+    errorCondition: wrapSymbol('amqp:internal-error'),
+    'error-condition': wrapSymbol('amqp:internal-error'),
   };
   return {
     correlation_id: request.message_id,

@@ -8,6 +8,7 @@
  * missing user property is unknown, anything compared with unknown is unknown, and only a
  * filter that is true matches.
  */
+import { plainValue } from './wireTypes.js';
 import { randomUUID } from 'node:crypto';
 import type { Message } from 'rhea';
 
@@ -416,7 +417,7 @@ function readProperty(prop: Property, m: Message): { exists: boolean; value: Sql
   }
   const props = m.application_properties ?? {};
   if (!Object.prototype.hasOwnProperty.call(props, prop.name)) return { exists: false, value: undefined };
-  return { exists: true, value: toSql(props[prop.name]) };
+  return { exists: true, value: toSql(plainValue(props[prop.name])) };
 }
 
 function toSql(value: unknown): SqlValue {

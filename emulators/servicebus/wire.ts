@@ -3,11 +3,13 @@
  * @azure/service-bus SDK reads: broker annotations, lock tokens as delivery tags, longs.
  */
 import { message as rheaMessage, types as rheaTypes, type Message } from 'rhea';
+import { isTyped, keepWireTypes } from './wireTypes.js';
 import type { MessageStore, StoredMessage } from './message-store.js';
 
 const types = rheaTypes as unknown as {
   wrap_long(v: number | Buffer): unknown;
   wrap_int(v: number): unknown;
+  wrap_symbol(v: string): unknown;
   wrap_uuid(v: Buffer): unknown;
   wrap_array(v: unknown[], code: number, descriptor?: unknown): unknown;
 };
@@ -58,6 +60,11 @@ export function wrapInt(n: number): unknown {
   return types.wrap_int(n);
 }
 
+/** An AMQP symbol: the .NET client reads a management reply's error condition as one. */
+export function wrapSymbol(s: string): unknown {
+  return types.wrap_symbol(s);
+}
+
 /** An AMQP array of longs (the .NET client reads `sequence-numbers` as long[]). */
 export function wrapLongArray(values: number[]): unknown {
   return types.wrap_array(values, 0x81);
@@ -102,7 +109,7 @@ export function encodeMessage(m: Message): Buffer {
 }
 
 export function decodeMessage(b: Buffer): Message {
-  return rheaMessage.decode(b) as unknown as Message;
+  return keepWireTypes(rheaMessage.decode(b) as unknown as Message);
 }
 
 /** Splits a batch transfer (message format 0x80013700): each data section is one encoded message. */
@@ -111,7 +118,7 @@ export function splitBatch(raw: Buffer): Message[] {
   const body = outer.body as { typecode?: number; content?: unknown; multiple?: boolean } | undefined;
   if (!body || body.typecode !== 0x75) throw new Error('a batch must carry data sections');
   const parts = body.multiple ? (body.content as Buffer[]) : [body.content as Buffer];
-  return parts.map((p) => rheaMessage.decode(p) as unknown as Message);
+  return parts.map((p) => decodeMessage(p));
 }
 
 /** Bytes a value adds to an encoded message at most, or Infinity when only encoding can tell. */
@@ -121,6 +128,10 @@ function valueBound(v: unknown): number {
   // A UTF-16 code unit takes at most 3 bytes in UTF-8.
   if (typeof v === 'string') return v.length * 3 + 5;
   if (Buffer.isBuffer(v)) return v.length + 5;
+  // A property kept with its AMQP type (wireTypes.ts): a scalar of at most 16 bytes.
+  if (isTyped(v) && (typeof v.value === 'number' || (Buffer.isBuffer(v.value) && v.value.length <= 16))) {
+    return 24;
+  }
   return Infinity;
 }
 
