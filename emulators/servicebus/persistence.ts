@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { message as rheaMessage, type Message } from 'rhea';
 import type { MessageState, MessageStore, StoredMessage } from './message-store.js';
 import type { Namespace, SendTarget } from './namespace.js';
-import { decodeMessage } from './wire.js';
+import { decodeMessage, noBody } from './wire.js';
 
 export const LOG_FILE = 'servicebus.log';
 const FORMAT_VERSION = 1;
@@ -83,7 +83,8 @@ const encodedAmqp = new WeakMap<Message, { props: unknown; base64: string }>();
 function encodeAmqp(amqp: Message): string {
   const cached = encodedAmqp.get(amqp);
   if (cached && cached.props === amqp.application_properties) return cached.base64;
-  const base64 = (rheaMessage.encode(amqp) as Buffer).toString('base64');
+  const whole = amqp.body === undefined ? { ...amqp, body: noBody } : amqp;
+  const base64 = (rheaMessage.encode(whole as Message) as Buffer).toString('base64');
   encodedAmqp.set(amqp, { props: amqp.application_properties, base64 });
   return base64;
 }

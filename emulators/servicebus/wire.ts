@@ -84,16 +84,24 @@ export const MAX_MESSAGE_SIZE = 256 * 1024;
 
 const messageStateCode = { active: 0, deferred: 1, scheduled: 2 } as const;
 
+/**
+ * A body that writes no section: Service Bus sends none for a message sent without a body or
+ * peeked with omit-message-body, where rhea would write an amqp-value null (read back as null).
+ */
+export const noBody = { collect_sections(): void {} };
+
 /** Builds the message a receiver sees: the sent message plus header count and broker annotations. */
 export function toDeliveryMessage(msg: StoredMessage, store: MessageStore, omitBody = false): Message {
   const out: Message = { ...msg.amqp } as Message;
   out.delivery_count = msg.deliveryCount;
-  if (omitBody) delete out.body;
+  if (omitBody || out.body === undefined) out.body = noBody;
   const annotations: Record<string, unknown> = { ...(msg.amqp.message_annotations ?? {}) };
   annotations['x-opt-sequence-number'] = wrapLong(msg.seq);
   annotations['x-opt-enqueued-time'] = new Date(msg.enqueuedTime);
   if (msg.lock) annotations['x-opt-locked-until'] = new Date(msg.lock.until);
-  annotations['x-opt-message-state'] = types.wrap_int(messageStateCode[msg.state]);
+  // Service Bus keeps reporting a message that was scheduled as scheduled once it is due.
+  const state = msg.state === 'active' && msg.scheduledAt !== undefined ? 'scheduled' : msg.state;
+  annotations['x-opt-message-state'] = types.wrap_int(messageStateCode[state]);
   if (msg.deadLetterSource && store.limits.isDeadLetterQueue) {
     annotations['x-opt-deadletter-source'] = msg.deadLetterSource;
   }
