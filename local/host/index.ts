@@ -59,6 +59,8 @@ export interface LocalFunctionInfo {
   authLevel?: string;
   /** Set by `AzureWebJobs.<name>.Disabled`: listed, but never triggered. */
   disabled?: boolean;
+  /** Why the local host does not run this function (a trigger or binding it cannot carry out). */
+  notRun?: string;
 }
 
 export interface LocalHost {
