@@ -147,11 +147,10 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     }
     const reason = notRunReason(fn.metadata, trigger.name);
     if (reason !== undefined) {
-      if (trigger.type.toLowerCase() === 'httptrigger') {
-        httpRoutes.push({ ...toHttpRoute(fn, trigger.name), notRun: reason });
-      } else {
-        functions.push({ name, trigger: triggerLabel(trigger.type), detail: 'not run', notRun: reason });
-      }
+      const route =
+        trigger.type.toLowerCase() === 'httptrigger' ? routeOrUndefined(fn, trigger.name) : undefined;
+      if (route) httpRoutes.push({ ...route, notRun: reason });
+      else functions.push({ name, trigger: triggerLabel(trigger.type), detail: 'not run', notRun: reason });
       continue;
     }
     resolveBindingSettings(fn);
@@ -292,6 +291,15 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     functions,
     stop,
   };
+}
+
+/** The 501 route of an HTTP function that is not run; a route this host cannot parse just has none. */
+function routeOrUndefined(fn: RegisteredFunction, triggerName: string): HttpRoute | undefined {
+  try {
+    return toHttpRoute(fn, triggerName);
+  } catch {
+    return undefined;
+  }
 }
 
 /** How a function's trigger is listed: the three the host runs by short name, any other by its binding type. */

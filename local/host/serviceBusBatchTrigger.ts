@@ -13,8 +13,8 @@ import {
 import { messageTraceContext } from './traceContext.js';
 
 /**
- * The Service Bus extension renews a batch's locks for its fixed default (5 minutes): host.json's
- * maxAutoLockRenewalDuration is documented for single-message functions only.
+ * The Service Bus extension renews a batch's locks while its function runs, for its fixed default
+ * (5 minutes): host.json's maxAutoLockRenewalDuration is documented for single-message functions.
  */
 const batchLockRenewalMs = 5 * 60_000;
 /** How long one receive waits for a first message before asking again (stop aborts it sooner). */
@@ -146,7 +146,9 @@ export class ServiceBusBatchTrigger {
     const options = {
       receiveMode: 'peekLock' as const,
       skipParsingBodyAsJson: true,
-      maxAutoLockRenewalDurationInMs: batchLockRenewalMs,
+      // The SDK would renew received messages' locks until settled, so an unsettled batch
+      // (autoCompleteMessages false) would be held for minutes; renewal is done per invocation instead.
+      maxAutoLockRenewalDurationInMs: 0,
     };
     this.client = client;
     this.receiver =
@@ -224,6 +226,7 @@ export class ServiceBusBatchTrigger {
   private async process(messages: ServiceBusReceivedMessage[], receiver: ServiceBusReceiver): Promise<void> {
     const batch: Batch = { messages, receiver, settled: false };
     this.current = batch;
+    const stopRenewing = this.renewLocks(batch);
     try {
       let succeeded = true;
       try {
@@ -236,6 +239,8 @@ export class ServiceBusBatchTrigger {
       } catch (err) {
         if (!(err instanceof InvocationError)) throw err;
         succeeded = false;
+      } finally {
+        stopRenewing();
       }
       if (!this.config.autoCompleteMessages || batch.settled) return;
       batch.settled = true;
@@ -244,6 +249,46 @@ export class ServiceBusBatchTrigger {
     } finally {
       if (this.current === batch) this.current = undefined;
     }
+  }
+
+  /**
+   * Keeps the batch's locks while the function runs (halfway through each lock, for at most
+   * batchLockRenewalMs), like the extension; returns the function that stops it.
+   */
+  private renewLocks(batch: Batch): () => void {
+    const deadline = Date.now() + batchLockRenewalMs;
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    let warned = false;
+    const schedule = (): void => {
+      const lockedUntil = Math.min(
+        ...batch.messages.map((m) => m.lockedUntilUtc?.getTime() ?? Date.now() + 60_000),
+      );
+      const delay = Math.max(200, (lockedUntil - Date.now()) / 2);
+      if (stopped || Date.now() + delay > deadline) return;
+      timer = setTimeout(() => {
+        void Promise.all(
+          batch.messages.map((m) =>
+            batch.receiver.renewMessageLock(m).catch((err: unknown) => {
+              if (warned || stopped) return;
+              warned = true;
+              this.log({
+                level: 'warning',
+                category: 'host',
+                functionName: this.name,
+                message: `Could not renew the lock of message ${String(m.messageId)}: ${(err as Error).message}`,
+              });
+            }),
+          ),
+        ).then(schedule);
+      }, delay);
+      timer.unref();
+    };
+    schedule();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }
 
   private async settle(batch: Batch, action: 'complete' | 'abandon'): Promise<void> {

@@ -46,6 +46,8 @@ describe('local host: an app with functions it cannot run, and batch Service Bus
           'e2e-queue-many-out',
           'e2e-queue-many-fails',
           'e2e-queue-many-disabled',
+          'e2e-queue-many-manual',
+          'e2e-queue-many-slow',
           'e2e-sb-out',
           'e2e-sessions',
           'e2e-sb-to-table',
@@ -128,6 +130,8 @@ describe('local host: an app with functions it cannot run, and batch Service Bus
       'e2eHello',
       'e2eHttpServiceBusOutput',
       'e2eQueueManyFails',
+      'e2eQueueManyNoAutoComplete',
+      'e2eQueueManySlow',
       'e2eQueueManyTrigger',
       'e2eQueueManyTriggerAndOutput',
       'e2eQueueTrigger',
@@ -263,6 +267,35 @@ describe('local host: an app with functions it cannot run, and batch Service Bus
     });
     assert.equal(seen.filter((c) => c === 1).length, 2, 'each message first seen with delivery count 1');
     assert.ok(!lines.some((l) => l.includes('Could not abandon')), 'abandoned cleanly');
+  });
+
+  it('keeps the locks of a batch whose function outlasts them, then completes it', async () => {
+    await send('e2e-queue-many-slow', ['s-1', 's-2']);
+    await waitFor('the slow batch', () => runs('e2eQueueManySlow').length >= 1 || undefined, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.deepEqual(
+      runs('e2eQueueManySlow').flatMap(
+        (o) => (o.triggerMetadata as { deliveryCountArray: number[] }).deliveryCountArray,
+      ),
+      [1, 1],
+      'delivered once, in one batch',
+    );
+    assert.deepEqual(await peek('e2e-queue-many-slow'), []);
+    assert.deepEqual(await peek('e2e-queue-many-slow', undefined, true), []);
+    assert.ok(!lines.some((l) => l.includes('e2eQueueManySlow') && /Could not (renew|complete)/.test(l)));
+  });
+
+  it('leaves a batch unsettled with autoCompleteMessages false: it comes back when its lock expires', async () => {
+    await send('e2e-queue-many-manual', ['m-1']);
+    const counts = await waitFor('the batch delivered again after its 5 s lock', () => {
+      const seen = runs('e2eQueueManyNoAutoComplete').flatMap(
+        (o) => (o.triggerMetadata as { deliveryCountArray: number[] }).deliveryCountArray,
+      );
+      return seen.includes(2) ? seen : undefined;
+    });
+    assert.deepEqual(counts.slice(0, 2), [1, 2]);
+    const [first, second] = runs('e2eQueueManyNoAutoComplete');
+    assert.ok(second.startedAt - first.startedAt >= 4_000, 'redelivered by lock expiry, not by an abandon');
   });
 
   it('does not read the queue of a disabled batch trigger, nor of a Service Bus trigger it does not run', async () => {
