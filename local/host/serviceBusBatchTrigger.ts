@@ -328,6 +328,12 @@ export class ServiceBusBatchTrigger {
     if (batch && !batch.settled) {
       batch.settled = true;
       batch.settling = this.settle(batch, 'abandon');
+      this.log({
+        level: 'warning',
+        category: 'host',
+        functionName: this.name,
+        message: `Abandoning the ${batch.messages.length} message(s) of the batch still running.`,
+      });
     }
     await closeWithin(batch?.settling);
     await closeWithin(
