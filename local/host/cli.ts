@@ -58,7 +58,9 @@ function readinessBlock(host: LocalHost): string {
   const lines = ['', 'Functions:', ''];
   for (const fn of host.functions) {
     const auth = fn.authLevel && fn.authLevel !== 'anonymous' ? ` (authLevel: ${fn.authLevel})` : '';
-    lines.push(`        ${fn.name}: ${fn.trigger} ${fn.detail}${auth}`);
+    // The reason is in the warning logged above; the list only says so.
+    const notRun = fn.notRun !== undefined && fn.trigger === 'http' ? ' (not run: answers 501)' : '';
+    lines.push(`        ${fn.name}: ${fn.trigger} ${fn.detail}${auth}${notRun}`);
   }
   lines.push('', `Function key (x-functions-key header or ?code=): ${host.functionKey}`);
   lines.push(

@@ -22,6 +22,8 @@ export interface HttpRoute {
   authLevel: AuthLevel;
   /** The name of the http output binding the response comes from (`$return` by default). */
   outputName: string | undefined;
+  /** Set when the host does not run this function: its route answers 501 with this reason. */
+  notRun?: string;
 }
 
 export interface HttpHostOptions {
@@ -135,6 +137,23 @@ function writeRpcResponse(res: ServerResponse, data: RpcTypedData | null | undef
   res.end(body);
 }
 
+/**
+ * A function the local host does not run still owns its route, so a caller learns why instead of
+ * meeting a 404 that suggests a wrong URL.
+ */
+function writeNotRun(res: ServerResponse, route: HttpRoute): void {
+  const body = {
+    type: 'about:blank',
+    title: 'Not Implemented',
+    status: 501,
+    detail: `Function "${route.name}" is not run by the local host: ${route.notRun}. Run the app with Core Tools (npm run start:func) to use it.`,
+    function: route.name,
+  };
+  res
+    .writeHead(501, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' })
+    .end(JSON.stringify(body));
+}
+
 /** The HTTP front door: platform authentication, routing under the route prefix, function keys, body limit, invocation. */
 export class HttpTriggerHost {
   private readonly server: http.Server;
@@ -244,6 +263,12 @@ export class HttpTriggerHost {
         res.writeHead(401).end();
         return;
       }
+    }
+
+    if (route.notRun !== undefined) {
+      writeNotRun(res, route);
+      req.resume();
+      return;
     }
 
     if (this.options.streamProxyUri) {

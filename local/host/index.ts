@@ -7,10 +7,12 @@ import { defaultMaxRequestBodyBytes, HttpTriggerHost, toHttpRoute, type HttpRout
 import { Invoker, triggerBindingOf } from './invoker.js';
 import { disabledSettingName, isFunctionDisabled } from './disabled.js';
 import { lineSink, type LogSink } from './logger.js';
+import { notRunReason } from './notRun.js';
 import { OutputBindings, validateOutputBindings } from './outputBindings.js';
 import type { LocalOperator } from './platformAuth.js';
 import { operatorRole } from '../../shared/http/operatorAuth.js';
 import { readRetryPolicy } from './retryPolicy.js';
+import { ServiceBusBatchTrigger } from './serviceBusBatchTrigger.js';
 import { ServiceBusTrigger, describeEntity, toServiceBusTriggerConfig } from './serviceBusTrigger.js';
 import { applySettings, readHostJson, resolveSettingExpressions } from './settings.js';
 import { TimerTrigger, parseSchedule } from './timerTrigger.js';
@@ -52,13 +54,15 @@ export const localOperatorPrincipal = {
 
 export interface LocalFunctionInfo {
   name: string;
-  /** `http`, `serviceBus`, `timer` (or the raw binding type of a trigger the local host does not run). */
+  /** `http`, `serviceBus`, `timer`, or the binding type of a trigger the local host does not run. */
   trigger: string;
   /** HTTP: methods and URL template; Service Bus: the entity; timer: the resolved schedule. */
   detail: string;
   authLevel?: string;
   /** Set by `AzureWebJobs.<name>.Disabled`: listed, but never triggered. */
   disabled?: boolean;
+  /** Why the local host does not run this function (a trigger or binding it cannot carry out). */
+  notRun?: string;
 }
 
 export interface LocalHost {
@@ -123,67 +127,64 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   const outputs = new OutputBindings();
   const invoker = new Invoker(registry, log, outputs);
   const httpRoutes: HttpRoute[] = [];
-  const serviceBusTriggers: ServiceBusTrigger[] = [];
+  const serviceBusTriggers: (ServiceBusTrigger | ServiceBusBatchTrigger)[] = [];
   const timers: TimerTrigger[] = [];
   const functions: LocalFunctionInfo[] = [];
-  const unsupported: LocalFunctionInfo[] = [];
 
   for (const fn of registry.functions.values()) {
+    const name = fn.metadata.name;
+    const trigger = triggerBindingOf(fn.metadata);
+    if (isFunctionDisabled(name, process.env)) {
+      // Like the Azure host, a disabled function's trigger never starts, so nothing about it (a
+      // binding the host cannot run, a setting it lacks) is a reason to stop the app.
+      functions.push({
+        name,
+        trigger: triggerLabel(trigger.type),
+        detail: `disabled by ${disabledSettingName(name)}`,
+        disabled: true,
+      });
+      continue;
+    }
+    const reason = notRunReason(fn.metadata, trigger.name);
+    if (reason !== undefined) {
+      const route =
+        trigger.type.toLowerCase() === 'httptrigger' ? routeOrUndefined(fn, trigger.name) : undefined;
+      if (route) httpRoutes.push({ ...route, notRun: reason });
+      else functions.push({ name, trigger: triggerLabel(trigger.type), detail: 'not run', notRun: reason });
+      continue;
+    }
     resolveBindingSettings(fn);
     validateOutputBindings(fn.metadata);
-    const trigger = triggerBindingOf(fn.metadata);
+    const retry = readRetryPolicy(fn.metadata, trigger.type);
     const binding = fn.metadata.bindings[trigger.name];
-    // Only for the triggers run here: the others are listed as not run, whatever their options.
-    const runsHere = ['httptrigger', 'servicebustrigger', 'timertrigger'].includes(
-      trigger.type.toLowerCase(),
-    );
-    const retry = runsHere ? readRetryPolicy(fn.metadata, trigger.type) : undefined;
-    // Like the Azure host, a disabled function is still indexed (a bad binding still fails
-    // start-up); only its trigger is never started.
-    const disabled = isFunctionDisabled(fn.metadata.name, process.env);
-    const disabledDetail = `disabled by ${disabledSettingName(fn.metadata.name)}`;
     switch (trigger.type.toLowerCase()) {
-      case 'httptrigger': {
-        const route = toHttpRoute(fn, trigger.name);
-        if (disabled) {
-          functions.push({ name: fn.metadata.name, trigger: 'http', detail: disabledDetail, disabled });
-        } else {
-          httpRoutes.push(route);
-        }
+      case 'httptrigger':
+        httpRoutes.push(toHttpRoute(fn, trigger.name));
         break;
-      }
       case 'servicebustrigger': {
         const config = toServiceBusTriggerConfig(fn, trigger.name, hostJson);
-        if (!disabled) serviceBusTriggers.push(new ServiceBusTrigger(config, invoker, log));
+        serviceBusTriggers.push(
+          config.batch
+            ? new ServiceBusBatchTrigger(config, invoker, log)
+            : new ServiceBusTrigger(config, invoker, log),
+        );
         functions.push({
-          name: fn.metadata.name,
+          name,
           trigger: 'serviceBus',
-          detail: disabled ? disabledDetail : describeEntity(config.entity),
-          ...(disabled ? { disabled } : {}),
+          detail: config.batch
+            ? `${describeEntity(config.entity)} (batches of up to ${config.maxMessageBatchSize})`
+            : describeEntity(config.entity),
         });
         break;
       }
-      case 'timertrigger': {
+      default: {
+        // notRunReason leaves only timers here.
         if (typeof binding.schedule !== 'string')
-          throw new Error(`Function "${fn.metadata.name}": a timer needs a schedule.`);
-        const schedule = parseSchedule(binding.schedule, fn.metadata.name);
-        if (!disabled) {
-          timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log, retry));
-        }
-        functions.push({
-          name: fn.metadata.name,
-          trigger: 'timer',
-          detail: disabled ? disabledDetail : schedule.text,
-          ...(disabled ? { disabled } : {}),
-        });
-        break;
+          throw new Error(`Function "${name}": a timer needs a schedule.`);
+        const schedule = parseSchedule(binding.schedule, name);
+        timers.push(new TimerTrigger(fn, schedule, binding.runOnStartup === true, invoker, log, retry));
+        functions.push({ name, trigger: 'timer', detail: schedule.text });
       }
-      default:
-        unsupported.push({
-          name: fn.metadata.name,
-          trigger: trigger.type,
-          detail: 'not run by the local host',
-        });
     }
   }
 
@@ -219,16 +220,17 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
       trigger: 'http',
       detail: `[${[...route.methods].join(',')}] ${httpHost.urlOf(route, baseUrl)}`,
       authLevel: route.authLevel,
+      ...(route.notRun !== undefined ? { notRun: route.notRun } : {}),
     });
   }
-  functions.push(...unsupported);
   functions.sort((a, b) => a.name.localeCompare(b.name));
-  for (const fn of unsupported) {
+  for (const fn of functions) {
+    if (fn.notRun === undefined) continue;
     log({
       level: 'warning',
       category: 'host',
       functionName: fn.name,
-      message: `Trigger type ${fn.trigger} is not supported by the local host; the function will not run.`,
+      message: `This function is not run by the local host: ${fn.notRun}.${fn.trigger === 'http' ? ' Its route answers 501.' : ''}`,
     });
   }
 
@@ -289,6 +291,25 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     functions,
     stop,
   };
+}
+
+/** The 501 route of an HTTP function that is not run; a route this host cannot parse just has none. */
+function routeOrUndefined(fn: RegisteredFunction, triggerName: string): HttpRoute | undefined {
+  try {
+    return toHttpRoute(fn, triggerName);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How a function's trigger is listed: the three the host runs by short name, any other by its binding type. */
+function triggerLabel(type: string): string {
+  const short: Record<string, string> = {
+    httptrigger: 'http',
+    servicebustrigger: 'serviceBus',
+    timertrigger: 'timer',
+  };
+  return short[type.toLowerCase()] ?? type;
 }
 
 /**

@@ -2,9 +2,6 @@ import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azu
 import type { FunctionMetadata, RpcBindingInfo, RpcInvocationResponse, RpcTypedData } from './rpc.js';
 import { createServiceBusClient } from './serviceBusTrigger.js';
 
-/** The output binding types the local host carries out; any other one stops start-up. */
-const implementedOutputTypes = new Set(['http', 'servicebus']);
-
 interface ServiceBusOutput {
   name: string;
   connection: string;
@@ -13,20 +10,12 @@ interface ServiceBusOutput {
 }
 
 /**
- * Checks a function's output bindings at start-up. An output the host cannot carry out would be
- * dropped while the invocation is logged as succeeded, so it is refused instead, by name.
+ * Checks the Service Bus outputs of a function the host runs (outputs of other types make it a
+ * function that is not run, see notRun.ts).
  */
 export function validateOutputBindings(metadata: FunctionMetadata): void {
   for (const [name, binding] of Object.entries(metadata.bindings)) {
-    if (binding.direction !== 'out') continue;
-    const type = String(binding.type);
-    if (!implementedOutputTypes.has(type.toLowerCase())) {
-      throw new Error(
-        `Function "${metadata.name}": output binding "${name}" of type "${type}" is not supported by the local host ` +
-          `(it sends http and serviceBus outputs only); its values would be lost. Remove it, or run the app with Core Tools.`,
-      );
-    }
-    if (type.toLowerCase() !== 'servicebus') continue;
+    if (binding.direction !== 'out' || String(binding.type).toLowerCase() !== 'servicebus') continue;
     const { connection } = serviceBusOutputOf(metadata.name, name, binding);
     // Checked now, not on the first send: a missing setting is a start-up error in Azure too.
     const set = (setting: string) => (process.env[setting] ?? '').trim() !== '';

@@ -15,6 +15,10 @@ export interface RpcTypedData {
   http?: RpcHttpData | null;
   int?: number | null;
   double?: number | null;
+  /** The host's typed collections (TypedDataCollection), e.g. a batch's bodies and metadata arrays. */
+  collectionString?: { string: string[] } | null;
+  collectionBytes?: { bytes: Uint8Array[] } | null;
+  collectionSint64?: { sint64: number[] } | null;
 }
 
 export interface RpcNullable<T> {

@@ -19,6 +19,9 @@ export interface ServiceBusTriggerConfig {
   maxConcurrentCalls: number;
   maxAutoLockRenewalDurationMs: number;
   binary: boolean;
+  /** `cardinality: 'many'`: the handler gets arrays of up to maxMessageBatchSize messages. */
+  batch: boolean;
+  maxMessageBatchSize: number;
 }
 
 export function describeEntity(entity: ServiceBusTriggerConfig['entity']): string {
@@ -38,12 +41,6 @@ export function toServiceBusTriggerConfig(
 ): ServiceBusTriggerConfig {
   const b = fn.metadata.bindings[triggerName];
   const name = fn.metadata.name;
-  if (b.isSessionsEnabled === true)
-    throw new Error(`Function "${name}": session-enabled triggers are not supported by the local host.`);
-  if (b.cardinality === 'many')
-    throw new Error(
-      `Function "${name}": batch (cardinality "many") triggers are not supported by the local host.`,
-    );
   const text = (key: string): string | undefined =>
     typeof b[key] === 'string' && b[key] !== '' ? (b[key] as string) : undefined;
   const queueName = text('queueName');
@@ -67,6 +64,8 @@ export function toServiceBusTriggerConfig(
     maxConcurrentCalls: hostJson.serviceBus.maxConcurrentCalls,
     maxAutoLockRenewalDurationMs: hostJson.serviceBus.maxAutoLockRenewalDurationMs,
     binary: String(b.dataType ?? '').toLowerCase() === 'binary',
+    batch: String(b.cardinality ?? '').toLowerCase() === 'many',
+    maxMessageBatchSize: hostJson.serviceBus.maxMessageBatchSize,
   };
 }
 
@@ -360,7 +359,7 @@ export class ServiceBusTrigger {
  * 30 s, seen in the chaos suite). A dead link takes no more work anyway, so shutdown waits at
  * most `ms` for it and moves on.
  */
-async function closeWithin(closing: Promise<void> | undefined, ms = 3_000): Promise<void> {
+export async function closeWithin(closing: Promise<void> | undefined, ms = 3_000): Promise<void> {
   if (!closing) return;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => {

@@ -56,6 +56,8 @@ export interface HostJson {
     autoCompleteMessages: boolean;
     maxAutoLockRenewalDurationMs: number;
     prefetchCount: number;
+    /** Most messages handed to one call of a batch (`cardinality: 'many'`) trigger. */
+    maxMessageBatchSize: number;
   };
   /** `maxRequestBodySize` is not a host.json setting in Azure; it is the fixed 100 MB limit. */
 }
@@ -93,6 +95,12 @@ export function readHostJson(appRoot: string): HostJson {
             ),
       prefetchCount:
         sb.prefetchCount === undefined ? 0 : positiveInteger(sb.prefetchCount, 0, 'prefetchCount', true),
+      // Azure's documented default.
+      maxMessageBatchSize: positiveInteger(
+        sb.maxMessageBatchSize,
+        1000,
+        'extensions.serviceBus.maxMessageBatchSize',
+      ),
     },
   };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ServiceBusClient } from '@azure/service-bus';
 import { startServiceBusEmulator, type ServiceBusEmulator } from '../../emulators/servicebus/index.js';
-import { startLocalHost, type LocalHost } from '../../local/host/index.js';
+import { spawnLocalHost, startLocalHost, type LocalHost } from '../../local/host/index.js';
 import { emulatorConfig } from './emulatorEntities.js';
 import { observations } from './fixtures/app/observations.js';
 import { waitFor, writeFixtureApp } from './fixtureApp.js';
@@ -96,5 +96,17 @@ describe('local host: AzureWebJobs.<name>.Disabled', () => {
       await receiver.close();
     }
     assert.equal(observations.filter((o) => o.functionName === 'topicWork').length, 0);
+  });
+
+  it('starts when a disabled function could not (a batch trigger, a missing setting): disabled is never a reason to stop', async () => {
+    const child = await spawnLocalHost({
+      appRoot: writeFixtureApp({ files: 'disabledOnly.js' }),
+      env: { 'AzureWebJobs.batchDisabled.Disabled': 'true', 'AzureWebJobs.timerDisabled.Disabled': '1' },
+    });
+    try {
+      assert.equal(await (await fetch(`${child.baseUrl}/alive`)).text(), 'alive');
+    } finally {
+      await child.kill('SIGKILL');
+    }
   });
 });

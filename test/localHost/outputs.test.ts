@@ -8,8 +8,8 @@ import { waitFor, writeFixtureApp } from './fixtureApp.js';
 
 /**
  * Service Bus output bindings (a return value, extraOutputs, an array) reach the broker through
- * the SDK, like the Azure host's Service Bus extension sends them; an output type the host does
- * not implement stops it at start-up instead of being dropped.
+ * the SDK, like the Azure host's Service Bus extension sends them; a function with an output type
+ * the host does not implement is not run (never run with its output dropped).
  */
 describe('local host: Service Bus output bindings', () => {
   let emulator: ServiceBusEmulator;
@@ -120,12 +120,21 @@ describe('local host: Service Bus output bindings', () => {
     );
   });
 
-  it('refuses to start an app with an output binding type it does not implement, naming it', async () => {
-    await assert.rejects(
-      spawnLocalHost({ appRoot: writeFixtureApp({ files: 'storageQueueOutput.js' }) }).then((h) =>
-        h.kill('SIGKILL'),
-      ),
-      /exited \(code 1[\s\S]*Function "queueJob": output binding "\w+" of type "queue" is not supported by the local host/,
-    );
+  it('starts an app with an output binding type it does not implement, says so once, and answers 501 for that function', async () => {
+    const child = await spawnLocalHost({ appRoot: writeFixtureApp({ files: 'storageQueueOutput.js' }) });
+    try {
+      const res = await fetch(`${child.baseUrl}/queueJob`, { method: 'POST', body: 'job' });
+      assert.equal(res.status, 501);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      const warnings = child.output.filter((l) => l.includes('[Warning] queueJob: This function is not run'));
+      assert.equal(warnings.length, 1, child.output.join('\n'));
+      assert.match(warnings[0], /output binding "[^"]+" of type "queue" is not sent here/);
+      assert.ok(
+        child.output.some((l) => /queueJob: http .*\(not run: answers 501\)/.test(l)),
+        'the readiness list says so',
+      );
+    } finally {
+      await child.kill('SIGKILL');
+    }
   });
 });

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ServiceBusClient } from '@azure/service-bus';
+import { startServiceBusEmulator } from '../../emulators/servicebus/index.js';
 import { spawnLocalHost } from '../../local/host/index.js';
+import { emulatorConfig } from './emulatorEntities.js';
 import { waitFor, writeFixtureApp } from './fixtureApp.js';
 
 describe('local host CLI: graceful shutdown', () => {
@@ -44,6 +47,60 @@ describe('local host CLI: graceful shutdown', () => {
       assert.ok(host.output.some((l) => l.includes('still running after 200 ms')));
     } finally {
       await host.kill('SIGKILL');
+    }
+  });
+
+  it('abandons a batch still running after the grace period, so its messages are available at once', async () => {
+    const emulator = await startServiceBusEmulator({
+      config: emulatorConfig({ queues: ['batch-slow'] }),
+      port: 0,
+    });
+    const client = new ServiceBusClient(emulator.connectionString);
+    const host = await spawnLocalHost({
+      appRoot: writeFixtureApp({ files: 'batchSlow.js' }),
+      env: { ServiceBusConnection: emulator.connectionString },
+      graceMs: 200,
+    });
+    try {
+      const sender = client.createSender('batch-slow');
+      await sender.sendMessages([
+        { body: { ms: 60_000 }, messageId: 'slow-1' },
+        { body: { ms: 0 }, messageId: 'slow-2' },
+      ]);
+      await sender.close();
+      await waitFor('the batch to start', () => host.output.some((l) => l.includes('batchSlow start')));
+      host.child.kill('SIGTERM');
+      assert.deepEqual(await host.exited, { code: 0, signal: null });
+      // Abandoned: back at once, well inside the queue's 5 s lock, each with one failed delivery.
+      const receiver = client.createReceiver('batch-slow');
+      const again: { id: string; deliveryCount: number }[] = [];
+      const started = Date.now();
+      while (again.length < 2 && Date.now() - started < 3_000) {
+        for (const m of await receiver.receiveMessages(2, { maxWaitTimeInMs: 500 })) {
+          again.push({ id: String(m.messageId), deliveryCount: m.deliveryCount ?? -1 });
+          await receiver.completeMessage(m);
+        }
+      }
+      await receiver.close();
+      const ran = host.output.find((l) => l.includes('batchSlow start'));
+      const size = Number(/batchSlow start (\d+)/.exec(ran ?? '')?.[1]);
+      assert.ok(size >= 1, ran);
+      // The emulator also frees a dead connection's locks, so the log shows it was the host's abandon.
+      assert.ok(
+        host.output.some((l) =>
+          l.includes(`batchSlow: Abandoning the ${size} message(s) of the batch still running.`),
+        ),
+        host.output.join('\n'),
+      );
+      assert.deepEqual(
+        again.filter((m) => m.deliveryCount === 1).length,
+        size,
+        `the ${size} message(s) of the running batch came back abandoned: ${JSON.stringify(again)}`,
+      );
+    } finally {
+      await host.kill('SIGKILL');
+      await client.close();
+      await emulator.stop();
     }
   });
 
