@@ -5,7 +5,11 @@ import { z } from 'zod';
 import { defaultStatusEventLevel, statusEventLevels, type StatusEventLevel } from '../domain/statusEvents.js';
 import { orderWorkflow, type OrderAgentName } from '../domain/orderWorkflow.js';
 import { camelCase, duplicateDetectionWindowSeconds } from '../messaging/entities.js';
-import { namespaceProblem, serviceBusConnectionProblem, storageConnectionProblem } from './connectionStrings.js';
+import {
+  namespaceProblem,
+  serviceBusConnectionProblem,
+  storageConnectionProblem,
+} from './connectionStrings.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
