@@ -26,6 +26,11 @@ import { scenarios, type Scenario } from './scenarios.js';
 /** Orders per scenario in a full run; `--orders` may not go below it unless `--only` or `--quick`. */
 export const fullRunOrders = 200;
 
+/** A run asked for something it cannot do: one line, exit 2, before anything starts. */
+export class ChaosUsageError extends Error {
+  override name = 'ChaosUsageError';
+}
+
 export interface ChaosOptions {
   quick?: boolean;
   orders?: number;
@@ -227,7 +232,7 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
   if (chosen.length === 0) throw new Error(`no scenario matches ${options.only?.join(', ')}`);
   const tooFew = chosen.filter((s) => s.minOrders !== undefined && n < s.minOrders);
   if (tooFew.length > 0)
-    throw new Error(
+    throw new ChaosUsageError(
       `${tooFew.map((s) => `${s.name} needs at least ${s.minOrders} orders`).join('; ')} ` +
         `to arrange its preconditions (got --orders ${n}); nothing was run`,
     );
@@ -295,7 +300,8 @@ if (require.main === module) {
   main(parseArgs(process.argv.slice(2))).then(
     (report) => process.exit(report.violations === 0 && report.inconclusive === 0 ? 0 : 1),
     (e: unknown) => {
-      process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+      const usage = e instanceof ChaosUsageError;
+      process.stderr.write(`${usage ? `chaos: ${e.message}` : ((e as Error).stack ?? String(e))}\n`);
       process.exit(2);
     },
   );
