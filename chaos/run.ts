@@ -26,6 +26,11 @@ import { scenarios, type Scenario } from './scenarios.js';
 /** Orders per scenario in a full run; `--orders` may not go below it unless `--only` or `--quick`. */
 export const fullRunOrders = 200;
 
+/** A run asked for something it cannot do: one line, exit 2, before anything starts. */
+export class ChaosUsageError extends Error {
+  override name = 'ChaosUsageError';
+}
+
 export interface ChaosOptions {
   quick?: boolean;
   orders?: number;
@@ -38,6 +43,8 @@ export interface ChaosOptions {
 export interface ScenarioRow {
   scenario: string;
   note: string;
+  /** Preconditions the scenario failed to arrange: the run is inconclusive there, not failed. */
+  unmet: string[];
   boundSeconds: number;
   result: CheckResult;
   seconds: number;
@@ -46,6 +53,8 @@ export interface ScenarioRow {
 export interface ChaosReport {
   rows: ScenarioRow[];
   violations: number;
+  /** Scenarios that could not arrange a precondition (see Scenario.check's `unmet`). */
+  inconclusive: number;
   lines: string[];
 }
 
@@ -152,6 +161,7 @@ async function runOnStack(
     return {
       scenario: scenario.name,
       note,
+      unmet: own?.unmet ?? [],
       boundSeconds: bound.seconds,
       result,
       seconds: (Date.now() - started) / 1000,
@@ -220,6 +230,12 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
   if (!options.quick && !options.only && n < fullRunOrders)
     throw new Error(`a full run uses at least ${fullRunOrders} orders per scenario (got ${n})`);
   if (chosen.length === 0) throw new Error(`no scenario matches ${options.only?.join(', ')}`);
+  const tooFew = chosen.filter((s) => s.minOrders !== undefined && n < s.minOrders);
+  if (tooFew.length > 0)
+    throw new ChaosUsageError(
+      `${tooFew.map((s) => `${s.name} needs at least ${s.minOrders} orders`).join('; ')} ` +
+        `to arrange its preconditions (got --orders ${n}); nothing was run`,
+    );
   const bound = lostOrderBound(chaosSettings, orderWorkflow.steps.length);
   out(`chaos: ${options.quick ? 'quick' : 'full'} run, ${chosen.length} scenarios, ${n} orders each`);
   out(
@@ -231,6 +247,7 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
   out(header);
   const rows: ScenarioRow[] = [];
   let violations = 0;
+  let inconclusive = 0;
   const details: string[] = [];
   for (const scenario of chosen) {
     let row: ScenarioRow;
@@ -249,13 +266,19 @@ export async function main(options: ChaosOptions = {}): Promise<ChaosReport> {
     if (own.length > 0) details.push(`  ${scenario.name}: ${own.length} violation(s)`);
     for (const v of own.slice(0, 20)) details.push(`    ${v}`);
     if (own.length > 20) details.push(`    ... and ${own.length - 20} more`);
+    if (row.unmet.length > 0) {
+      inconclusive += 1;
+      details.push(`  ${scenario.name}: inconclusive, preconditions not met (not product violations)`);
+      for (const u of row.unmet) details.push(`    ${u}`);
+    }
   }
   if (details.length > 0) {
-    out('violations in detail:');
+    out('in detail:');
     for (const d of details) out(d);
   }
+  if (inconclusive > 0) out(`inconclusive: ${inconclusive}`);
   out(`violations: ${violations}`);
-  return { rows, violations, lines };
+  return { rows, violations, inconclusive, lines };
 }
 
 function parseArgs(argv: string[]): ChaosOptions {
@@ -275,9 +298,10 @@ function parseArgs(argv: string[]): ChaosOptions {
 
 if (require.main === module) {
   main(parseArgs(process.argv.slice(2))).then(
-    (report) => process.exit(report.violations === 0 ? 0 : 1),
+    (report) => process.exit(report.violations === 0 && report.inconclusive === 0 ? 0 : 1),
     (e: unknown) => {
-      process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+      const usage = e instanceof ChaosUsageError;
+      process.stderr.write(`${usage ? `chaos: ${e.message}` : ((e as Error).stack ?? String(e))}\n`);
       process.exit(2);
     },
   );

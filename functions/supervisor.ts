@@ -1,5 +1,5 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
-import { settings, settingNames } from '../shared/config/settings.js';
+import { settings } from '../shared/config/settings.js';
 import { dependencies } from '../shared/app/runtime.js';
 import { runSupervisor } from '../shared/supervisor/supervisor.js';
 
@@ -32,6 +32,8 @@ export async function supervisor(_timer: Timer, context: InvocationContext): Pro
 }
 
 app.timer('supervisor', {
-  schedule: `%${settingNames.supervisorSchedule}%`,
+  // The value, not `%SUPERVISOR_SCHEDULE%`: the host cannot index a setting expression whose
+  // setting is unset, and the setting has a documented default (settings.ts checks it, too).
+  schedule: settings().supervisorSchedule,
   handler: supervisor,
 });

@@ -140,7 +140,8 @@ export function parseStartArgs(
 /** Fails with the setting's name before anything starts (the host would fail later, less clearly). */
 function checkSettings(settings: Record<string, string>): void {
   const placeholders = {
-    [settingNames.serviceBus]: 'Endpoint=sb://localhost;UseDevelopmentEmulator=true;',
+    [settingNames.serviceBus]:
+      'Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;',
     [settingNames.stateStore]: 'UseDevelopmentStorage=true',
     ...Object.fromEntries(remoteServiceNames.map((name) => [serviceUrlSetting(name), 'http://127.0.0.1:1'])),
   };

@@ -1,9 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Cron } from 'croner';
 import { z } from 'zod';
 import { defaultStatusEventLevel, statusEventLevels, type StatusEventLevel } from '../domain/statusEvents.js';
 import { orderWorkflow, type OrderAgentName } from '../domain/orderWorkflow.js';
 import { camelCase, duplicateDetectionWindowSeconds } from '../messaging/entities.js';
+import {
+  namespaceProblem,
+  serviceBusConnectionProblem,
+  storageConnectionProblem,
+} from './connectionStrings.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -126,9 +132,17 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 
 function serviceBus(env: Env): ServiceBusConnection {
   const cs = read(env, settingNames.serviceBus);
-  if (cs) return { kind: 'connectionString', connectionString: cs };
+  if (cs) {
+    const problem = serviceBusConnectionProblem(cs);
+    if (problem) throw new SettingsError(settingNames.serviceBus, problem);
+    return { kind: 'connectionString', connectionString: cs };
+  }
   const ns = read(env, settingNames.serviceBusNamespace);
-  if (ns) return { kind: 'identity', fullyQualifiedNamespace: ns };
+  if (ns) {
+    const problem = namespaceProblem(ns);
+    if (problem) throw new SettingsError(settingNames.serviceBusNamespace, problem);
+    return { kind: 'identity', fullyQualifiedNamespace: ns };
+  }
   throw new SettingsError(
     settingNames.serviceBus,
     `is missing (set it to a connection string locally, or ${settingNames.serviceBusNamespace} in Azure)`,
@@ -137,7 +151,11 @@ function serviceBus(env: Env): ServiceBusConnection {
 
 function stateStore(env: Env): StateStoreConnection {
   const cs = read(env, settingNames.stateStore);
-  if (cs) return { kind: 'connectionString', connectionString: cs };
+  if (cs) {
+    const problem = storageConnectionProblem(cs);
+    if (problem) throw new SettingsError(settingNames.stateStore, problem);
+    return { kind: 'connectionString', connectionString: cs };
+  }
   const uri = read(env, settingNames.stateStoreTableUri);
   if (uri) {
     if (!httpUrl.safeParse(uri).success) {
@@ -149,6 +167,31 @@ function stateStore(env: Env): StateStoreConnection {
     settingNames.stateStore,
     `is missing (set it to a connection string locally, or ${settingNames.stateStoreTableUri} in Azure)`,
   );
+}
+
+/** The Supervisor's schedule when SUPERVISOR_SCHEDULE is not set (README, docs/local-run.md). */
+export const defaultSupervisorSchedule = '*/30 * * * * *';
+
+/**
+ * A schedule the Functions host accepts: six-field NCRONTAB (UTC) or a TimeSpan interval. Checked
+ * here so a bad one names this setting, before the host tries to index the timer.
+ */
+function schedule(env: Env, name: string): string {
+  const value = read(env, name) ?? defaultSupervisorSchedule;
+  if (/^(\d+\.)?\d{1,2}:\d{2}:\d{2}$/.test(value)) return value;
+  const fields = value.split(/\s+/);
+  if (fields.length !== 6) {
+    throw new SettingsError(
+      name,
+      `must be a six-field NCRONTAB expression {second} {minute} {hour} {day} {month} {day-of-week} or hh:mm:ss, got "${value}"`,
+    );
+  }
+  try {
+    new Cron(value, { paused: true, timezone: 'UTC', mode: '6-part' }).stop();
+  } catch (e) {
+    throw new SettingsError(name, `is not a valid NCRONTAB expression "${value}": ${(e as Error).message}`);
+  }
+  return value;
 }
 
 /** The host.json limits a setting combination must fit in (seconds; Infinity when unlimited). */
@@ -250,7 +293,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     remoteServices: Object.fromEntries(
       orderWorkflow.steps.map((s) => [s.agent, url(env, serviceUrlSetting(s.agent))]),
     ) as Record<OrderAgentName, string>,
-    supervisorSchedule: read(env, settingNames.supervisorSchedule) ?? '*/30 * * * * *',
+    supervisorSchedule: schedule(env, settingNames.supervisorSchedule),
     stepTimeoutSeconds,
     claimTimeoutSeconds: integer(
       env,

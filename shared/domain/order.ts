@@ -21,5 +21,11 @@ export interface Order {
   shippingAddress: ShippingAddress;
   /** Hash of the submitted body, so a retried POST with another body under the same key is caught. */
   requestHash?: string;
+  /**
+   * Whose order it is (see shared/orders/callerScope.ts): only a client of this scope reads it.
+   * '' or absent: unscoped (no X-Client-Id, no platform principal; also orders from before scopes
+   * were recorded).
+   */
+  callerScope?: string;
   createdAt: Date;
 }

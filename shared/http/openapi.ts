@@ -278,14 +278,16 @@ function operations(): Record<string, Record<string, OperationObject>> {
         operationId: 'getOrder',
         tags: ['orders'],
         summary: "Follow an order's processing",
-        parameters: [param('OrderId')],
+        description:
+          "A client reads the orders of its own caller scope (the X-Client-Id it submitted with, or its signed-in principal behind App Service Authentication); another caller's order answers 404 like an unknown id. A signed-in operator reads every order.",
+        parameters: [param('OrderId'), param('ClientId')],
         responses: {
           '200': json('OrderView', "The order's recorded process state, step by step.", [
             'Cache-Control',
             'ETag',
           ]),
-          '400': badOrderId,
-          '404': notFound,
+          '400': problem('The order id is not a lower-case UUID, or the X-Client-Id is invalid.'),
+          '404': problem("No order with this id is recorded for this caller (unknown, or another caller's)."),
           ...clientResponses,
         },
       },
@@ -568,7 +570,7 @@ function parameters(): JsonSchema {
       in: 'header',
       required: false,
       description:
-        'Scopes the Idempotency-Key to this caller when a function key is shared (ignored behind App Service Authentication, where the signed-in principal is the caller). Not authentication.',
+        'Names this caller when a function key is shared: scopes its Idempotency-Keys and the orders it may read (ignored behind App Service Authentication, where the signed-in principal is the caller). Not authentication.',
       schema: inline(z.string().regex(/^[!-~]{1,128}$/)),
     },
     State: {

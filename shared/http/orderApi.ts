@@ -135,7 +135,13 @@ export async function submitOrder(
   const now = deps.clock.now();
   const orderId = key !== null ? orderIdFromIdempotencyKey(key, caller.scope) : randomUUID();
   const log = logger(context, { actor: 'submission', orderId });
-  const order: Order = { orderId, ...parsed.value, requestHash: requestHash(parsed.value), createdAt: now };
+  const order: Order = {
+    orderId,
+    ...parsed.value,
+    requestHash: requestHash(parsed.value),
+    ...(caller.scope ? { callerScope: caller.scope } : {}),
+    createdAt: now,
+  };
   const recorded = key !== null ? await deps.store.load(orderId) : null;
   if (recorded) {
     // A replay: answer from what is recorded without writing anything (not even the index row
@@ -225,6 +231,11 @@ async function replayedSubmission(
   return accepted(request, existing.state);
 }
 
+/** A client reads the orders of its own caller scope; an operator reads every order. */
+function mayRead(request: HttpRequest, scope: string, order: Order): boolean {
+  return (order.callerScope ?? '') === scope || requireOperator(request).ok;
+}
+
 export async function getOrder(
   deps: Dependencies,
   request: HttpRequest,
@@ -232,8 +243,12 @@ export async function getOrder(
 ): Promise<HttpResponseInit> {
   const orderId = request.params.orderId;
   if (!isOrderId(orderId)) return badOrderId(orderId);
+  const caller = callerScope((name) => request.headers.get(name));
+  if (!caller.ok) return problem(400, problemTypes.validation, 'Invalid X-Client-Id', caller.detail);
   const loaded = await deps.store.load(orderId);
-  if (!loaded) return notFound(orderId);
+  // Another caller's order answers exactly as an unknown one: ids derived from (caller, key) can be
+  // computed, so a different answer would confirm that the order exists.
+  if (!loaded || !mayRead(request, caller.scope, loaded.order)) return notFound(orderId);
   return {
     status: 200,
     headers: { 'Cache-Control': 'no-store', ETag: `"${loaded.state.updatedAt.getTime()}"` },

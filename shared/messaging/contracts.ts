@@ -1,12 +1,18 @@
 import { z } from 'zod';
 import { processOrderReasons } from '../domain/commands.js';
+import { isOrderId, orderIdPattern } from '../domain/orderId.js';
 
 /**
  * The bodies of every message the app sends, validated on receipt. A body that fails its
  * schema is dead-lettered with the reason (see `describeInvalidMessage`), never retried.
  */
 
-export const orderIdSchema = z.uuid();
+/**
+ * The state store's own rule (domain/orderId.ts), not merely "a UUID": an id the store would refuse
+ * (upper case, the nil UUID) must fail here, on receipt, as poison, not deep in a handler that
+ * throws on every delivery until the broker gives up without an alert.
+ */
+export const orderIdSchema = z.string().regex(orderIdPattern, 'not an order id (a lower-case RFC 9562 UUID)');
 const stepName = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/);
 const attempt = z.number().int().min(1).max(1000);
 const run = z.number().int().min(1).max(1000);
@@ -127,7 +133,16 @@ export function parseMessage<T>(schema: z.ZodType<T>, body: unknown): Parsed<T> 
     .slice(0, 5)
     .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
     .join('; ');
+  return { ok: false, reason: reason.slice(0, 1000), orderId: orderNamedBy(value) };
+}
+
+/**
+ * The order a refused body means, for the operator's alert: its id, or the order it names in the
+ * wrong case (an upper-case copy of a real id still points an operator at that order).
+ */
+function orderNamedBy(value: unknown): string | undefined {
   const candidate = (value as { orderId?: unknown } | null)?.orderId;
-  const orderId = orderIdSchema.safeParse(candidate).success ? (candidate as string) : undefined;
-  return { ok: false, reason: reason.slice(0, 1000), orderId };
+  if (typeof candidate !== 'string') return undefined;
+  const folded = candidate.toLowerCase();
+  return isOrderId(folded) ? folded : undefined;
 }

@@ -1,6 +1,4 @@
-import { context, metrics, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { metrics, trace } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
@@ -17,13 +15,17 @@ import {
 import { AzureMonitorMetricExporter, AzureMonitorTraceExporter } from '@azure/monitor-opentelemetry-exporter';
 import { DefaultAzureCredential } from '@azure/identity';
 import { JsonLinesMetricExporter, JsonLinesSpanExporter } from './jsonLinesExporter.js';
+import { startPropagation } from './propagation.js';
 
 /**
- * Switches OpenTelemetry on for this process when there is somewhere to send it: Application
- * Insights (APPLICATIONINSIGHTS_CONNECTION_STRING, identity-based when
- * APPLICATIONINSIGHTS_AUTHENTICATION_STRING says Authorization=AAD) and/or the local telemetry
- * file (TELEMETRY_FILE, set by `npm start -- --traces`). Without either nothing is registered: the
- * API's no-op tracer and meter cost a function call, and no message or header gets a traceparent.
+ * Propagation is always on: the W3C propagator and the context manager are registered in every
+ * process, so a caller's `traceparent` reaches every message and remote call of its order whether
+ * or not anything here records spans (see propagation.ts). Recording and exporting spans and
+ * metrics are switched on only when there is somewhere to send them: Application Insights
+ * (APPLICATIONINSIGHTS_CONNECTION_STRING, identity-based when APPLICATIONINSIGHTS_AUTHENTICATION_STRING
+ * says Authorization=AAD) and/or the local telemetry file (TELEMETRY_FILE, set by
+ * `npm start -- --traces`). Without either, the API's no-op tracer hands the caller's context on
+ * unchanged (same trace id and parent span) and records nothing.
  */
 export const telemetrySettingNames = {
   connectionString: 'APPLICATIONINSIGHTS_CONNECTION_STRING',
@@ -93,7 +95,11 @@ let current: Telemetry | undefined;
 
 /** Starts telemetry once per process from the settings; later calls return the same handle. */
 export function startTelemetry(env: NodeJS.ProcessEnv = process.env): Telemetry {
-  current ??= create(telemetryConfig(env));
+  if (!current) {
+    const config = telemetryConfig(env);
+    startPropagation();
+    current = create(config);
+  }
   return current;
 }
 
@@ -141,8 +147,6 @@ function create(config: TelemetryConfig): Telemetry {
   );
   const meterProvider = new MeterProvider({ resource, readers });
 
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(tracerProvider);
   metrics.setGlobalMeterProvider(meterProvider);
   return {

@@ -16,7 +16,8 @@ import {
  * context the host handed it (`context.traceContext`: the HTTP `traceparent` header or the
  * message's `Diagnostic-Id`), every message and remote call carries the active span onward, and an
  * order keeps its submission's traceparent so the Supervisor can rejoin the order's trace later.
- * With telemetry off (telemetry.ts registered nothing) every function here is a cheap no-op.
+ * Propagation always works (propagation.ts); with telemetry off no span is recorded: a "span" is
+ * then the caller's context handed on unchanged.
  */
 export const tracerName = 'order-processing';
 

@@ -42,6 +42,7 @@ export function orderToRow(
       Items: JSON.stringify(order.items),
       ShippingAddress: JSON.stringify(order.shippingAddress),
       RequestHash: order.requestHash,
+      CallerScope: order.callerScope || null,
       CreatedAt: order.createdAt,
       TraceParent: traceParent,
     }),
@@ -109,6 +110,8 @@ export function rowToOrder(row: Row): Order {
   };
   const hash = str(row.RequestHash);
   if (hash !== null) order.requestHash = hash;
+  const scope = str(row.CallerScope);
+  if (scope) order.callerScope = scope;
   return order;
 }
 

@@ -51,11 +51,11 @@ async function submit(key: string, body: unknown, headers: Record<string, string
   };
 }
 
-async function customerOf(orderId: string): Promise<unknown> {
+async function customerOf(orderId: string, headers: Record<string, string> = {}): Promise<unknown> {
   const res = await invoke(
     api.getOrder,
     h.deps,
-    request({ method: 'GET', path: `/orders/${orderId}`, params: { orderId } }),
+    request({ method: 'GET', path: `/orders/${orderId}`, params: { orderId }, headers }),
   );
   assert.equal(res.status, 200, lastLog.join(' | '));
   return (res.jsonBody as { customerId: unknown }).customerId;
@@ -71,8 +71,8 @@ test('two callers using the same Idempotency-Key get two orders, and neither lea
   assert.equal(bob.status, 202, bob.text);
   assert.notEqual(alice.body.orderId, bob.body.orderId);
   assert.ok(!bob.text.includes(String(alice.body.orderId)), "bob's answer never names alice's order");
-  assert.equal(await customerOf(String(alice.body.orderId)), 'alice');
-  assert.equal(await customerOf(String(bob.body.orderId)), 'bob');
+  assert.equal(await customerOf(String(alice.body.orderId), { 'x-client-id': 'shop-alice' }), 'alice');
+  assert.equal(await customerOf(String(bob.body.orderId), { 'x-client-id': 'shop-bob' }), 'bob');
 });
 
 test('one caller keeps idempotency: same key and body is the same order; another body is a 409 naming no order', async () => {
