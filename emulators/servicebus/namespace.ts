@@ -252,7 +252,9 @@ export class Namespace {
         expiresAt: now + ttl,
         deliveryCount: 0,
         state: scheduledAt !== undefined && scheduledAt > now ? 'scheduled' : 'active',
-        scheduledAt,
+        // Only a message really held back is "scheduled" (and stays so once due); one whose
+        // enqueue time has passed is enqueued as it comes, as Service Bus does.
+        scheduledAt: scheduledAt !== undefined && scheduledAt > now ? scheduledAt : undefined,
       };
       const forward = entity.config.forwardTo;
       if (forward && hops < MAX_FORWARD_HOPS) {
