@@ -64,6 +64,18 @@ param statusEvents string = 'process'
 @allowed([512, 2048, 4096])
 param instanceMemoryMB int = 512
 
+@description('Service Bus tier: Standard (default) or Premium. See docs/performance.md "Capacity" for the peak each carries.')
+@allowed(['Standard', 'Premium'])
+param serviceBusSku string = 'Standard'
+
+@description('Premium only: messaging units (a multiple of serviceBusPremiumPartitions).')
+@allowed([1, 2, 4, 8, 16, 32, 64])
+param serviceBusMessagingUnits int = 1
+
+@description('Premium only: namespace partitions (1, 2 or 4), fixed when the namespace is created.')
+@allowed([1, 2, 4])
+param serviceBusPremiumPartitions int = 1
+
 @description('Email for operator alerts. Empty: the action group has no receivers.')
 param alertEmail string = ''
 
@@ -145,6 +157,9 @@ module serviceBus 'app/servicebus.bicep' = {
     name: '${abbrs.serviceBusNamespaces}${resourceToken}'
     location: location
     tags: tags
+    sku: serviceBusSku
+    messagingUnits: serviceBusMessagingUnits
+    premiumPartitions: serviceBusPremiumPartitions
   }
 }
 

@@ -8,6 +8,9 @@ param namespaceName string
 @description('One element of Config.json UserConfig.Namespaces: { Queues: [...], Topics: [...] }.')
 param entities object
 
+@description('True in a partitioned Premium namespace, where every queue and topic must be partitioned.')
+param partitioned bool = false
+
 resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
   name: namespaceName
 }
@@ -42,6 +45,7 @@ resource queues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [for queue
     maxDeliveryCount: queue.Properties.MaxDeliveryCount
     requiresDuplicateDetection: queue.Properties.RequiresDuplicateDetection
     requiresSession: queue.Properties.RequiresSession
+    enablePartitioning: partitioned ? true : null
   }
 }]
 
@@ -52,6 +56,7 @@ resource topics 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = [for topic
     defaultMessageTimeToLive: topic.Properties.DefaultMessageTimeToLive
     duplicateDetectionHistoryTimeWindow: topic.Properties.DuplicateDetectionHistoryTimeWindow
     requiresDuplicateDetection: topic.Properties.RequiresDuplicateDetection
+    enablePartitioning: partitioned ? true : null
   }
 }]
 
