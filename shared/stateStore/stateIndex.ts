@@ -69,8 +69,9 @@ function prefixOf(f: Omit<IndexFilter, 'state'>): string {
 }
 
 /** The guard entry of an order's group: present iff the group is counted. */
+const msKey = (ms: number): string => String(ms).padStart(13, '0');
 export const guardRowKey = (o: Pick<IndexedOrder, 'since' | 'orderId'>): string =>
-  `a:${String(o.since.getTime()).padStart(13, '0')}:${o.orderId}`;
+  `a:${msKey(o.since.getTime())}:${o.orderId}`;
 
 /** The group's entries, the guard `a:` last. */
 export function indexRowKeys(o: IndexedOrder): string[] {
@@ -397,27 +398,38 @@ export class StateIndex {
   }
 
   /**
-   * Orders that entered any state after `after` (ms), up to `until`: one range read of each
-   * state's by-time entries, so it reads O(changes). An order that moved twice shows once, in
-   * the state it is in.
+   * Entries of orders that entered any state after `after` and by `until`, oldest first, at most
+   * about `limit` (unverified), and `through`: every entry up to that instant is in `rows`, so a
+   * feed that resumes after it misses none. Reads each state's `a:` range (oldest first) across its
+   * partitions: O(changes). An order that moved twice shows once, in the state it is in. A page
+   * never ends inside a millisecond: that millisecond goes to the next page, or, when the whole page
+   * is one millisecond, is read to its end.
    */
-  async changedBetween(after: Date, until: Date, limit: number): Promise<IndexedOrder[]> {
+  async changedSince(
+    after: Date,
+    until: Date,
+    limit: number,
+  ): Promise<{ rows: IndexedOrder[]; through: Date }> {
     await this.layout.refresh();
-    const all = await Promise.all(
-      processStates.map(async (state) => {
-        const { rows } = await mergedRange(
-          this.table,
-          this.metrics,
-          this.layout.partitionsOf(state),
-          { low: `t:${inverted(until)}`, high: `t:${inverted(after)}` },
-          limit,
-        );
-        return rows.map(rowToIndexed);
-      }),
-    );
-    return all
-      .flat()
-      .sort((a, b) => a.since.getTime() - b.since.getTime())
-      .slice(0, limit);
+    const read = (low: string, high: string, n: number) =>
+      Promise.all(
+        processStates.map(async (state) => {
+          const { rows } = await mergedRange(
+            this.table,
+            this.metrics,
+            this.layout.partitionsOf(state),
+            { low, high },
+            n,
+          );
+          return rows.map(rowToIndexed);
+        }),
+      ).then((all) => all.flat().sort((a, b) => a.since.getTime() - b.since.getTime()));
+    const rows = await read(`a:${msKey(after.getTime() + 1)}`, `a:${msKey(until.getTime())};`, limit + 1);
+    if (rows.length <= limit) return { rows, through: until };
+    const lastMs = rows[limit - 1].since.getTime();
+    const before = rows.slice(0, limit).filter((r) => r.since.getTime() < lastMs);
+    if (before.length > 0) return { rows: before, through: new Date(lastMs - 1) };
+    const instant = await read(`a:${msKey(lastMs)}:`, `a:${msKey(lastMs)};`, 100_000);
+    return { rows: instant, through: new Date(lastMs) };
   }
 }

@@ -447,13 +447,22 @@ export class StateStore {
   }
 
   /**
-   * Orders whose process state changed after `after` and by `until`, oldest first, at most
-   * `limit`: reads O(changes) (one range per state, plus each order's state row to confirm it).
+   * Orders whose process state changed after `after` and by `until`, oldest first, about `limit`
+   * at most: reads O(changes) (one range per state and partition, plus each order's state row to
+   * confirm it). `through`: every change up to it is in this answer (confirmed or not), so a feed
+   * that asks next for changes after `through` misses none.
    */
-  async changes(after: Date, until: Date, limit = 200): Promise<OrderChange[]> {
-    const rows = await this.stateIndex.changedBetween(after, until, limit);
+  async changes(after: Date, until: Date, limit = 200): Promise<{ changes: OrderChange[]; through: Date }> {
+    const { rows, through } = await this.stateIndex.changedSince(after, until, limit);
     const listed = await this.confirmed(rows);
-    return listed.map((o) => ({ orderId: o.orderId, processState: o.processState, updatedAt: o.updatedAt }));
+    return {
+      changes: listed.map((o) => ({
+        orderId: o.orderId,
+        processState: o.processState,
+        updatedAt: o.updatedAt,
+      })),
+      through,
+    };
   }
 
   /**
