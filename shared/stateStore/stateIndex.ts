@@ -68,6 +68,22 @@ function prefixOf(f: Omit<IndexFilter, 'state'>): string {
   return 't:';
 }
 
+/**
+ * The filter with its dates inside the time key's range (1970 to 2286, 13 digits): a bound outside
+ * it is no bound (from before 1970, to after 2286), or selects nothing (to before 1970, from after
+ * 2286), so a date never wraps around the key. Null when nothing can match.
+ */
+function inKeyRange(filter: IndexFilter): IndexFilter | null {
+  const { from, to, ...rest } = filter;
+  if (to !== undefined && to.getTime() < 0) return null;
+  if (from !== undefined && from.getTime() > maxInverted) return null;
+  return {
+    ...rest,
+    ...(from !== undefined && from.getTime() >= 0 ? { from } : {}),
+    ...(to !== undefined && to.getTime() <= maxInverted ? { to } : {}),
+  };
+}
+
 /** The guard entry of an order's group: present iff the group is counted. */
 const msKey = (ms: number): string => String(ms).padStart(13, '0');
 export const guardRowKey = (o: Pick<IndexedOrder, 'since' | 'orderId'>): string =>
@@ -355,6 +371,9 @@ export class StateIndex {
     maxPageSize: number,
     continuationToken?: string,
   ): Promise<{ rows: IndexedOrder[]; continuationToken?: string }> {
+    const range = inKeyRange(filter);
+    if (range === null) return { rows: [] };
+    filter = range;
     await this.layout.refresh();
     const prefix = prefixOf(filter);
     const resume = resumeFrom(continuationToken);
