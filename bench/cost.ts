@@ -59,6 +59,8 @@ export interface ScenarioResult {
   perRun: Array<{ table: number; sends: number; state: string; ms: number }>;
   /** Table requests by table and kind, summed over runs, divided by runs. */
   detail: Counts;
+  /** Entities written and read per table partition (tableProxy), summed over runs. */
+  partitions: Counts;
   sweepQueriesInWindow: number;
 }
 
@@ -117,6 +119,7 @@ export async function measureScenario(
   const costs: OrderCost[] = [];
   const perRun: ScenarioResult['perRun'] = [];
   let detail: Counts = {};
+  const partitions: Counts = {};
   let sweeps = 0;
   for (let i = 0; i < runs; i++) {
     await settle(bench);
@@ -137,6 +140,7 @@ export async function measureScenario(
       ms: done.at - sentAt,
     });
     for (const [k, v] of Object.entries(d)) {
+      if (k.startsWith('table.partition.')) partitions[k] = (partitions[k] ?? 0) + v;
       if (
         /^table\.(Orders|InFlight)\.(read|query|write)$/.test(k) ||
         k === 'table.batch' ||
@@ -150,7 +154,15 @@ export async function measureScenario(
   }
   detail = Object.fromEntries(Object.entries(detail).map(([k, v]) => [k, v / runs]));
   if (detail['table.InFlight.query'] !== undefined) delete detail['table.InFlight.query'];
-  return { scenario: name, runs, cost: mean(costs), perRun, detail, sweepQueriesInWindow: sweeps };
+  return {
+    scenario: name,
+    runs,
+    cost: mean(costs),
+    perRun,
+    detail,
+    partitions,
+    sweepQueriesInWindow: sweeps,
+  };
 }
 
 /**

@@ -102,7 +102,8 @@ export async function measureListScaling(
     const base = seeded;
     await pool(batches, conc, async (b) => {
       const count = Math.min(batch, total - base - b * batch);
-      const entries: TransactionAction[] = [];
+      // Each order's entries go to its own partition of the state (the spread state index).
+      const byPartition = new Map<string, TransactionAction[]>();
       for (let i = 0; i < count; i++) {
         const n = base + b * batch + i;
         const at = new Date(now.getTime() - 86_400_000 + n); // older than the live orders
@@ -113,18 +114,26 @@ export async function measureListScaling(
         if (n < options.small || n >= options.large - stateRowsForNewest) {
           await store.orders.createEntity({ ...stateToRow(state), StateSince: at });
         }
-        for (const e of indexEntries({
-          orderId: order.orderId,
-          state: 'Processed',
-          since: at,
-          customerId: order.customerId,
-          workflow: state.workflow,
-          workflowVersion: 1,
-        })) {
+        const partitionKey = store.stateIndex.layout.partitionFor('Processed', order.orderId);
+        const entries = byPartition.get(partitionKey) ?? [];
+        for (const e of indexEntries(
+          {
+            orderId: order.orderId,
+            state: 'Processed',
+            since: at,
+            customerId: order.customerId,
+            workflow: state.workflow,
+            workflowVersion: 1,
+          },
+          partitionKey,
+        )) {
           entries.push(['create', e as { partitionKey: string; rowKey: string }]);
         }
+        byPartition.set(partitionKey, entries);
       }
-      await store.stateIndex.table.submitTransaction(entries);
+      await Promise.all(
+        [...byPartition.values()].map((entries) => store.stateIndex.table.submitTransaction(entries)),
+      );
     });
     seeded = total;
     seedMs += performance.now() - t0;

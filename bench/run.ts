@@ -15,6 +15,7 @@ import {
 import { priceKinds, savingPerMillion, type MeasuredKind } from './dollars.js';
 import { interval, overlapFactor, parseInvocation, within, type Invocation } from './invocations.js';
 import { MemoryRecorder, readProcStatus } from './memory.js';
+import { partitionSummary } from './partitionLoad.js';
 import {
   alwaysReadyBaselineMonthly,
   billedActivityMs,
@@ -30,7 +31,7 @@ import { measureSweepScaling } from './sweepScaling.js';
 import { floorRecipe, measureActual, measureFloor, type RunFigures } from './throughput.js';
 
 /**
- * `npm run bench [-- --quick] [--tracing-only]`: cost per order (at both status-event levels), idle cost,
+ * `npm run bench [-- --quick] [--tracing-only] [--cost-only] [--index-partitions=N]`: cost per order (at both status-event levels), idle cost,
  * throughput and latency beside the floor, recovery, the same costs in dollars
  * (bench/prices.json) with the host's peak memory, and sweep scaling, on the local stack; prints
  * tables and writes the same figures to bench/results/latest.json. Everything is compared within
@@ -39,6 +40,12 @@ import { floorRecipe, measureActual, measureFloor, type RunFigures } from './thr
 const quick = process.argv.includes('--quick');
 /** Only the telemetry on/off comparison (section 2b), for a quick overhead figure. */
 const tracingOnly = process.argv.includes('--tracing-only');
+/** Only section 1, cost per order (with the load per table partition). */
+const costOnly = process.argv.includes('--cost-only');
+/** ORDER_INDEX_PARTITIONS for the app (default: the app's); 1 is the state index's layout before the spread. */
+const indexPartitions = /^--index-partitions=(\d+)$/.exec(
+  process.argv.find((a) => a.startsWith('--index-partitions=')) ?? '',
+)?.[1];
 const stepTimeoutSeconds = 3;
 const sweepIntervalSeconds = 1;
 const settings = {
@@ -48,6 +55,7 @@ const settings = {
   FAILURE_HARD_THRESHOLD: '5',
   EXTENDED_BACKOFF_SECONDS: '2',
   STATUS_EVENTS: 'process',
+  ...(indexPartitions ? { ORDER_INDEX_PARTITIONS: indexPartitions } : {}),
 };
 const plan = quick
   ? {
@@ -267,6 +275,25 @@ async function main(): Promise<void> {
           .map(([k, v]) => `${k.replace(/^table\./, '')}=${+v.toFixed(2)}`)
           .join(' ')}`,
       );
+    log('\nEntities per order per table partition (counted at the proxy; shared partitions first):');
+    for (const c of costs) {
+      const shared = partitionSummary(c.partitions, c.runs).filter((g) => !g.group.endsWith('{order}'));
+      log(`  ${c.scenario} (${c.runs} orders):`);
+      log(
+        formatTable(
+          ['partition', 'partitions', 'written/order', 'max written/order in one', 'read/order'],
+          shared.map((g) => [
+            g.group,
+            g.partitions,
+            g.writtenPerOrder,
+            g.maxWrittenPerPartitionPerOrder,
+            g.readPerOrder,
+          ]),
+          2,
+        ),
+      );
+    }
+    if (costOnly) return;
     // The same orders with STATUS_EVENTS=step: the host restarts with the other level.
     memory.section = 'cost per order, step-level events';
     const peakBeforeRestart = hostPeak(bench);

@@ -1,5 +1,6 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readPartition, writtenPartition } from './partitionLoad.js';
 import type { Counts } from './stats.js';
 
 /**
@@ -73,6 +74,11 @@ export async function startTableProxy(): Promise<TableProxy> {
         if (table) bump(counts, `${table}.${kind}`);
         if (kind === 'batch') bump(counts, 'batchOperations', batchOperationCount(body.toString('latin1')));
       } else bump(counts, 'admin');
+      const written =
+        kind === 'write' || kind === 'batch'
+          ? writtenPartition(req.method ?? 'GET', req.url ?? '/', body.toString('latin1'))
+          : undefined;
+      const read = kind === 'read' || kind === 'query' ? readPartition(req.url ?? '/') : undefined;
       const target = upstream!;
       const out = httpRequest(
         {
@@ -86,6 +92,14 @@ export async function startTableProxy(): Promise<TableProxy> {
           void (async () => {
             const payload = await readAll(up);
             bump(counts, `status.${up.statusCode ?? 0}`);
+            // Entities per partition (Azure's per-partition target), only for what the server accepted.
+            const ok = (up.statusCode ?? 0) < 300;
+            if (
+              written &&
+              ok &&
+              !(kind === 'batch' && /HTTP\/1\.1 [45]\d\d/.test(payload.toString('latin1')))
+            )
+              bump(counts, `partition.${written.table}|${written.partitionKey}.written`, written.entities);
             if (up.statusCode === 200 && (kind === 'read' || kind === 'query')) {
               let n = kind === 'read' ? 1 : 0;
               if (kind === 'query') {
@@ -98,6 +112,7 @@ export async function startTableProxy(): Promise<TableProxy> {
               }
               bump(counts, 'entitiesRead', n);
               if (table) bump(counts, `${table}.entitiesRead`, n);
+              if (read) bump(counts, `partition.${read.table}|${read.partitionKey}.read`, n);
             }
             res.writeHead(up.statusCode ?? 502, up.headers);
             res.end(payload);

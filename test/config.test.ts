@@ -193,3 +193,19 @@ test('ADMISSION_BACKLOG_LIMIT_SECONDS: the door, by default hard threshold x cla
     /ADMISSION_BACKLOG_LIMIT_SECONDS/,
   );
 });
+
+test('ORDER_INDEX_PARTITIONS: 32 partitions per state by default, 1 to 256, anything else names the setting', () => {
+  assert.equal(loadSettings(base).orderIndexPartitions, 32);
+  assert.equal(loadSettings({ ...base, ORDER_INDEX_PARTITIONS: '1' }).orderIndexPartitions, 1);
+  assert.equal(loadSettings({ ...base, ORDER_INDEX_PARTITIONS: '64' }).orderIndexPartitions, 64);
+  for (const bad of ['0', '257', '8.5', 'many']) {
+    assert.throws(
+      () => loadSettings({ ...base, ORDER_INDEX_PARTITIONS: bad }),
+      (e: unknown) =>
+        e instanceof SettingsError &&
+        e.setting === 'ORDER_INDEX_PARTITIONS' &&
+        e.message.includes('from 1 to 256'),
+      bad,
+    );
+  }
+});

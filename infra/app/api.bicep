@@ -89,6 +89,8 @@ var appSettings = {
   ADMISSION_BACKLOG_LIMIT_SECONDS: string(int(failureHardThreshold) * int(claimTimeoutSeconds))
   // Orders a confirmed bulk operator action touches per second at most.
   OPERATOR_BULK_RATE_PER_SECOND: '20'
+  // Partitions per process state of the operator's state index (docs/state-store.md, capacity).
+  ORDER_INDEX_PARTITIONS: '32'
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

@@ -54,6 +54,7 @@ async function create(s: Settings): Promise<Dependencies> {
       // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
       indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
       indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),
+      stateIndexPartitions: s.orderIndexPartitions,
     }),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),

@@ -10,6 +10,7 @@ import {
   serviceBusConnectionProblem,
   storageConnectionProblem,
 } from './connectionStrings.js';
+import { defaultIndexPartitions, maxIndexPartitions } from '../stateStore/indexLayout.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -44,6 +45,7 @@ export const settingNames = {
   serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
   admissionBacklogLimitSeconds: 'ADMISSION_BACKLOG_LIMIT_SECONDS',
   operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
+  orderIndexPartitions: 'ORDER_INDEX_PARTITIONS',
 } as const;
 
 export type ServiceBusConnection =
@@ -78,6 +80,8 @@ export interface Settings {
   admissionBacklogLimitSeconds: number;
   /** Orders a confirmed bulk action (resubmit, cancel, retry) acts on per second at most. */
   operatorBulkRatePerSecond: number;
+  /** Partitions per process state of the operator's state index (docs/state-store.md). */
+  orderIndexPartitions: number;
 }
 
 export class SettingsError extends Error {
@@ -309,6 +313,13 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
     admissionBacklogLimitSeconds: 0,
     operatorBulkRatePerSecond: integer(env, settingNames.operatorBulkRatePerSecond, 20, 1, 1000),
+    orderIndexPartitions: integer(
+      env,
+      settingNames.orderIndexPartitions,
+      defaultIndexPartitions,
+      1,
+      maxIndexPartitions,
+    ),
   };
   loaded.admissionBacklogLimitSeconds = integer(
     env,

@@ -122,12 +122,11 @@ export async function orderChanges(
   }
   // A cursor older than a day would read a day of changes: start again from a fresh list instead.
   const from = new Date(Math.max(Number(after), until.getTime() - 86_400_000));
-  const changes = from < until ? await deps.store.changes(from, until, maxChanges) : [];
-  const last = changes.at(-1);
-  const cursor =
-    changes.length >= maxChanges && last
-      ? last.updatedAt.getTime()
-      : Math.max(from.getTime(), until.getTime());
+  // The cursor is where the store says every change is reported up to: not the last one shown
+  // (a page may end inside a burst) and not `until` (entries it could not confirm still count).
+  const { changes, through } =
+    from < until ? await deps.store.changes(from, until, maxChanges) : { changes: [], through: until };
+  const cursor = Math.max(from.getTime(), through.getTime());
   return {
     status: 200,
     headers: noStore,

@@ -3,31 +3,36 @@ import { odata, type TableClient, type TransactionAction } from '@azure/data-tab
 import { processStates, type ProcessState } from '../domain/state.js';
 import { httpStatusOf } from './errors.js';
 import type { StoreMetrics } from './metrics.js';
+import { statePartitionKeys, type IndexLayout } from './indexLayout.js';
+import { mergedRange, mergedToken, resumeFrom } from './mergedRange.js';
 import type { Row } from './rows.js';
 
 /**
  * The operator's state index (table `OrderIndex`), so a list page, the counts and the changes
  * feed read what they show and not the Orders table.
  *
- * Partition `state:{ProcessState}` holds, for each order that entered that state at `since`, a
- * group of four entries: `t:{inv}:{orderId}` (by time), `c:{customer}:{inv}:{orderId}` (by
- * customer), `v:{version}:{inv}:{orderId}` (by workflow version) and `a:{since}:{orderId}` (oldest
- * first, for the oldest in-flight order), where `inv` is 9999999999999 - since in ms, so a range
- * read returns the newest first and a time range is a key range. The same partition holds the
- * state's counters `n:{shard}`: a group is created or deleted in ONE batch with a move of one
- * counter shard, so the counts are always exactly the number of groups in the index (the `a:`
- * entry, created with `create`, is the guard: a group is never counted twice).
+ * Each state's entries are spread over P partitions `state:{ProcessState}:{p}`, p chosen from the
+ * order id (indexLayout.ts; P = 1 is the single `state:{ProcessState}`). A partition holds, for each
+ * of its orders that entered that state at `since`, a group of four entries: `t:{inv}:{orderId}`
+ * (by time), `c:{customer}:{inv}:{orderId}` (by customer), `v:{version}:{inv}:{orderId}` (by
+ * workflow version) and `a:{since}:{orderId}` (oldest first), where `inv` is 9999999999999 - since
+ * in ms, so a range read returns the newest first and a time range is a key range. Readers merge
+ * the partitions in key order (mergedRange.ts). The same partition holds counters `n:{shard}`: a
+ * group is created or deleted in ONE batch with a move of one counter shard of its partition, so
+ * the counts are always exactly the number of groups in the index (the `a:` entry, created with
+ * `create`, is the guard: a group is never counted twice).
  *
- * A group is entered BEFORE the order's transaction (a transition that then fails leaves a group
- * the order's state row does not confirm) and the previous state's group is deleted AFTER it (a
- * crash in between leaves one). Readers verify every entry against the order's state row (its
- * ProcessState and StateSince) and delete what it does not confirm; the reconcile pass
- * (StateStore.reconcilePage) re-enters groups that are missing and deletes the unconfirmed ones
- * nobody reads. So the index, and with it the counts, is a superset of the truth that converges
- * to it: never missing an order, over-counting only what a failed write left behind.
+ * A group is entered BEFORE the order's transaction and the previous state's group is deleted
+ * AFTER it; a writer whose transaction loses its race (412, 409) takes its group back (StateStore),
+ * so only a writer that died leaves a group the order's state row does not confirm. Readers verify
+ * every entry against the order's state row (its ProcessState and StateSince) and delete what it
+ * does not confirm; the reconcile pass (StateStore.reconcilePage) re-enters groups that are missing
+ * and deletes the unconfirmed ones nobody reads. So the index, and with it the counts, is a
+ * superset of the truth: never missing an order, over-counting only what a dead writer left.
  */
 export const maxInverted = 9_999_999_999_999;
-const countShards = 16;
+/** Counter shards per partition: 16 in the single partition of P = 1, 4 in each of P > 1. */
+const countShardsOf = (partitionKey: string): number => (partitionKey.split(':').length > 2 ? 4 : 16);
 const counterKey = (shard: number): string => `n:${String(shard).padStart(2, '0')}`;
 
 export interface IndexedOrder {
@@ -37,6 +42,8 @@ export interface IndexedOrder {
   customerId: string;
   workflow: string;
   workflowVersion: number;
+  /** The partition the entry was read from (absent: where the current layout puts it). */
+  partition?: string;
 }
 
 export interface IndexFilter {
@@ -49,7 +56,6 @@ export interface IndexFilter {
   to?: Date;
 }
 
-export const statePartition = (state: ProcessState): string => `state:${state}`;
 const inverted = (at: Date): string => String(maxInverted - at.getTime()).padStart(13, '0');
 /** Row keys cannot hold / \ # ? or control characters; encodeURIComponent also escapes ':'. */
 const keyPart = (text: string): string =>
@@ -62,9 +68,26 @@ function prefixOf(f: Omit<IndexFilter, 'state'>): string {
   return 't:';
 }
 
+/**
+ * The filter with its dates inside the time key's range (1970 to 2286, 13 digits): a bound outside
+ * it is no bound (from before 1970, to after 2286), or selects nothing (to before 1970, from after
+ * 2286), so a date never wraps around the key. Null when nothing can match.
+ */
+function inKeyRange(filter: IndexFilter): IndexFilter | null {
+  const { from, to, ...rest } = filter;
+  if (to !== undefined && to.getTime() < 0) return null;
+  if (from !== undefined && from.getTime() > maxInverted) return null;
+  return {
+    ...rest,
+    ...(from !== undefined && from.getTime() >= 0 ? { from } : {}),
+    ...(to !== undefined && to.getTime() <= maxInverted ? { to } : {}),
+  };
+}
+
 /** The guard entry of an order's group: present iff the group is counted. */
+const msKey = (ms: number): string => String(ms).padStart(13, '0');
 export const guardRowKey = (o: Pick<IndexedOrder, 'since' | 'orderId'>): string =>
-  `a:${String(o.since.getTime()).padStart(13, '0')}:${o.orderId}`;
+  `a:${msKey(o.since.getTime())}:${o.orderId}`;
 
 /** The group's entries, the guard `a:` last. */
 export function indexRowKeys(o: IndexedOrder): string[] {
@@ -77,9 +100,9 @@ export function indexRowKeys(o: IndexedOrder): string[] {
   ];
 }
 
-export function indexEntries(o: IndexedOrder): Record<string, unknown>[] {
+export function indexEntries(o: IndexedOrder, partitionKey: string): Record<string, unknown>[] {
   return indexRowKeys(o).map((rowKey) => ({
-    partitionKey: statePartition(o.state),
+    partitionKey,
     rowKey,
     OrderId: o.orderId,
     ProcessState: o.state,
@@ -98,6 +121,7 @@ export function rowToIndexed(row: Row): IndexedOrder {
     customerId: typeof row.CustomerId === 'string' ? row.CustomerId : '',
     workflow: typeof row.Workflow === 'string' ? row.Workflow : '',
     workflowVersion: typeof row.WorkflowVersion === 'number' ? row.WorkflowVersion : 1,
+    partition: row.partitionKey,
   };
 }
 
@@ -110,25 +134,44 @@ export class StateIndex {
   constructor(
     readonly table: TableClient,
     private readonly metrics: StoreMetrics,
+    readonly layout: IndexLayout,
   ) {}
 
-  /** Before the order's transaction: the order is listed (and counted) in its next state from now on. */
-  async enter(o: IndexedOrder): Promise<void> {
-    await this.move(o, 1);
+  /**
+   * Before the order's transaction: the order is listed (and counted) in its next state from now on.
+   * True when this call created the group, false when it was there already (another writer's).
+   */
+  async enter(o: IndexedOrder): Promise<boolean> {
+    return this.move(o, this.layout.partitionFor(o.state, o.orderId), 1);
   }
 
   /**
-   * After the transaction, and when a reader or the reconcile finds a group unconfirmed: the group
-   * goes and its state's count goes down with it. True when this call removed it.
+   * After the transaction, after a lost race, and when a reader or the reconcile finds a group
+   * unconfirmed: the group goes and its partition's count goes down with it. True when this call
+   * removed it. An entry read from a partition is removed there; otherwise the current layout's
+   * partition is tried first, then (while an older layout is listed) the others.
    */
   async leave(o: IndexedOrder): Promise<boolean> {
-    return this.move(o, -1);
+    if (o.partition !== undefined) return this.move(o, o.partition, -1);
+    const [first, ...others] = this.layout.candidates(o.state, o.orderId);
+    if (await this.move(o, first, -1)) return true;
+    for (const partitionKey of others) {
+      if ((await this.hasIn(o, partitionKey)) && (await this.move(o, partitionKey, -1))) return true;
+    }
+    return false;
   }
 
-  /** Whether the order's group for this state and time is in the index (one point read). */
+  /** Whether the order's group for this state and time is in the index (a point read per layout). */
   async has(o: Pick<IndexedOrder, 'state' | 'since' | 'orderId'>): Promise<boolean> {
+    for (const partitionKey of this.layout.candidates(o.state, o.orderId)) {
+      if (await this.hasIn(o, partitionKey)) return true;
+    }
+    return false;
+  }
+
+  private async hasIn(o: Pick<IndexedOrder, 'since' | 'orderId'>, partitionKey: string): Promise<boolean> {
     try {
-      await this.table.getEntity(statePartition(o.state), guardRowKey(o), {
+      await this.table.getEntity(partitionKey, guardRowKey(o), {
         queryOptions: { select: ['PartitionKey'] },
       });
       this.metrics.entitiesRead += 1;
@@ -139,33 +182,35 @@ export class StateIndex {
     }
   }
 
-  /** Orders per state: the counter shards of each state partition (6 small range reads). */
+  /** Orders per state: the counter shards of every partition of every state, one query each. */
   async totals(): Promise<Record<ProcessState, number>> {
+    await this.layout.refresh();
     const counts = Object.fromEntries(processStates.map((s) => [s, 0])) as Record<ProcessState, number>;
     await Promise.all(
-      processStates.map(async (state) => {
-        const filter = odata`PartitionKey eq ${statePartition(state)} and RowKey ge ${'n:'} and RowKey lt ${'n;'}`;
-        for await (const row of this.table.listEntities<Record<string, unknown>>({
-          queryOptions: { filter },
-        })) {
-          this.metrics.entitiesRead += 1;
-          counts[state] += Number(row.Count ?? 0);
-        }
-      }),
+      processStates.flatMap((state) =>
+        this.layout.partitionsOf(state).map(async (partitionKey) => {
+          const filter = odata`PartitionKey eq ${partitionKey} and RowKey ge ${'n:'} and RowKey lt ${'n;'}`;
+          for await (const row of this.table.listEntities<Record<string, unknown>>({
+            queryOptions: { filter, select: ['Count'] },
+          })) {
+            this.metrics.entitiesRead += 1;
+            counts[state] += Number(row.Count ?? 0);
+          }
+        }),
+      ),
     );
     return counts;
   }
 
   /**
-   * Creates (+1) or deletes (-1) the order's group and moves one counter shard, in one batch of
-   * one partition. The counter is ETag-guarded. This process keeps the ETag and value its own last
-   * write of each shard returned, and picks a shard none of its own moves is using, so on one
-   * instance a move is one request; a shard another instance wrote since fails with 412 and is
-   * read again. A batch refused because the group is already there (+1) or already gone (-1) means
-   * another writer did it: nothing to do, nothing counted twice.
+   * Creates (+1) or deletes (-1) the order's group in `partitionKey` and moves one counter shard of
+   * that partition, in one batch. The counter is ETag-guarded. This process keeps the ETag and
+   * value its own last write of each shard returned, and picks a shard none of its own moves is
+   * using, so on one instance a move is one request; a shard another instance wrote since fails
+   * with 412 and is read again. A batch refused because the group is already there (+1) or already
+   * gone (-1) means another writer did it: nothing to do, nothing counted twice.
    */
-  private async move(o: IndexedOrder, delta: 1 | -1, attempts = 12): Promise<boolean> {
-    const partitionKey = statePartition(o.state);
+  private async move(o: IndexedOrder, partitionKey: string, delta: 1 | -1, attempts = 12): Promise<boolean> {
     let partial = false;
     for (let i = 0; ; i++) {
       const shard = this.freeShard(partitionKey);
@@ -175,7 +220,7 @@ export class StateIndex {
         const counter = this.known.get(key) ?? (await this.counter(partitionKey, shard));
         const entries: TransactionAction[] =
           delta > 0
-            ? indexEntries(o).map((e) => {
+            ? indexEntries(o, partitionKey).map((e) => {
                 const entity = e as { partitionKey: string; rowKey: string };
                 // The guard is created (409 when the group exists); the others may replace a
                 // leftover of a group whose guard is gone.
@@ -198,16 +243,16 @@ export class StateIndex {
           this.known.delete(key);
           throw e;
         }
-        if (partial) await this.removeUncounted(o);
+        if (partial) await this.removeUncounted(o, partitionKey);
         return true;
       } catch (e) {
         const status = httpStatusOf(e);
         if (status !== 404 && status !== 409 && status !== 412) throw e;
-        const present = await this.has(o);
+        const present = await this.hasIn(o, partitionKey);
         if (delta > 0 && present) return false;
         if (delta < 0 && !present) {
           // Uncounted leftovers (entries without their guard) go one by one.
-          await this.removeUncounted(o);
+          await this.removeUncounted(o, partitionKey);
           return false;
         }
         // An entry of a counted group is missing: the guard and the counter alone, then the rest.
@@ -226,10 +271,11 @@ export class StateIndex {
    * instance wrote since is dropped from what this process holds (412), so instances drift apart.
    */
   private freeShard(partitionKey: string): number {
-    const start = randomInt(countShards);
+    const shards = countShardsOf(partitionKey);
+    const start = randomInt(shards);
     let free: number | undefined;
-    for (let k = 0; k < countShards; k++) {
-      const shard = (start + k) % countShards;
+    for (let k = 0; k < shards; k++) {
+      const shard = (start + k) % shards;
       const key = `${partitionKey}|${shard}`;
       if (this.busy.has(key)) continue;
       if (this.known.has(key)) return shard;
@@ -238,8 +284,7 @@ export class StateIndex {
     return free ?? start;
   }
 
-  private async removeUncounted(o: IndexedOrder): Promise<void> {
-    const partitionKey = statePartition(o.state);
+  private async removeUncounted(o: IndexedOrder, partitionKey: string): Promise<void> {
     await Promise.all(
       indexRowKeys(o).map((rowKey) =>
         this.table.deleteEntity(partitionKey, rowKey).catch((e: unknown) => {
@@ -263,66 +308,147 @@ export class StateIndex {
     }
   }
 
-  /** One page of entries in key order (newest first), not yet verified. */
+  /**
+   * Moves a confirmed entry read from a partition of an older layout to where the current layout
+   * puts it (the reconcile pass): the new group first, then the old one goes. True when moved.
+   */
+  async relocate(o: IndexedOrder): Promise<boolean> {
+    const target = this.layout.partitionFor(o.state, o.orderId);
+    if (o.partition === undefined || o.partition === target) return false;
+    const { partition: _from, ...entry } = o;
+    await this.enter(entry);
+    return this.move(o, o.partition, -1);
+  }
+
+  /**
+   * After a full reconcile pass: an older layout whose own partitions (those the current layout
+   * does not use) hold no group any more loses its counters and is no longer read. Returns the
+   * layouts retired.
+   */
+  async retireEmptied(): Promise<number[]> {
+    await this.layout.refresh(true);
+    const current = new Set(processStates.flatMap((s) => statePartitionKeys(s, this.layout.current)));
+    const retired: number[] = [];
+    for (const p of this.layout.all().slice(1)) {
+      const own = processStates.flatMap((s) => statePartitionKeys(s, p)).filter((k) => !current.has(k));
+      const holding = await Promise.all(
+        own.map(async (partitionKey) => {
+          const pages = this.table
+            .listEntities({
+              queryOptions: {
+                filter: odata`PartitionKey eq ${partitionKey} and RowKey lt ${'n:'}`,
+                select: ['RowKey'],
+              },
+            })
+            .byPage({ maxPageSize: 1 });
+          const { value, done } = await pages.next();
+          return !done && value !== undefined && value.length > 0;
+        }),
+      );
+      if (holding.some(Boolean)) continue;
+      await this.layout.retire(p);
+      await Promise.all(
+        own.map(async (partitionKey) => {
+          const filter = odata`PartitionKey eq ${partitionKey} and RowKey ge ${'n:'} and RowKey lt ${'n;'}`;
+          for await (const row of this.table.listEntities({ queryOptions: { filter, select: ['RowKey'] } })) {
+            await this.table.deleteEntity(partitionKey, row.rowKey!).catch((e: unknown) => {
+              if (httpStatusOf(e) !== 404) throw e;
+            });
+          }
+        }),
+      );
+      retired.push(p);
+    }
+    return retired;
+  }
+
+  /**
+   * One page of entries in key order (newest first) across the state's partitions, not yet
+   * verified: O(page + partitions) entities, one query per partition plus a few refills.
+   */
   async page(
     filter: IndexFilter,
     maxPageSize: number,
     continuationToken?: string,
   ): Promise<{ rows: IndexedOrder[]; continuationToken?: string }> {
+    const range = inKeyRange(filter);
+    if (range === null) return { rows: [] };
+    filter = range;
+    await this.layout.refresh();
     const prefix = prefixOf(filter);
-    const low = filter.to ? `${prefix}${inverted(filter.to)}` : prefix;
+    const resume = resumeFrom(continuationToken);
+    let low = filter.to ? `${prefix}${inverted(filter.to)}` : prefix;
+    if (resume.at !== undefined && resume.at > low) low = resume.at;
     // ';' sorts right after ':', so `${prefix}${inv};` is past every key of that instant.
     const high = filter.from ? `${prefix}${inverted(filter.from)};` : `${prefix.slice(0, -1)};`;
-    let query = odata`PartitionKey eq ${statePartition(filter.state)} and RowKey ge ${low} and RowKey lt ${high}`;
-    if (filter.customerId !== undefined && filter.workflowVersion !== undefined) {
-      // Within one customer's entries of one state: a filtered read of that customer's range.
-      query += ` and ${odata`WorkflowVersion eq ${filter.workflowVersion}`}`;
-    }
-    const pages = this.table
-      .listEntities<Record<string, unknown>>({ queryOptions: { filter: query } })
-      .byPage({ maxPageSize, continuationToken });
-    const { value, done } = await pages.next();
-    if (done || !value) return { rows: [] };
-    this.metrics.entitiesRead += value.length;
-    const rows = value.map((r) => rowToIndexed(r as Row));
-    return value.continuationToken ? { rows, continuationToken: value.continuationToken } : { rows };
+    // Within one customer's entries of one state: a filtered read of that customer's range.
+    const where =
+      filter.customerId !== undefined && filter.workflowVersion !== undefined
+        ? odata`WorkflowVersion eq ${filter.workflowVersion}`
+        : undefined;
+    const { rows, more } = await mergedRange(
+      this.table,
+      this.metrics,
+      this.layout.partitionsOf(filter.state),
+      {
+        low,
+        high,
+        ...(resume.after !== undefined ? { after: resume.after } : {}),
+        ...(where ? { where } : {}),
+      },
+      maxPageSize,
+    );
+    const listed = rows.map(rowToIndexed);
+    const last = rows.at(-1);
+    return more && last ? { rows: listed, continuationToken: mergedToken(last.rowKey) } : { rows: listed };
   }
 
-  /** The entries longest in `state`, oldest first (unverified). */
+  /** The entries longest in `state`, oldest first across its partitions (unverified). */
   async oldest(state: ProcessState, n: number): Promise<IndexedOrder[]> {
-    const filter = odata`PartitionKey eq ${statePartition(state)} and RowKey ge ${'a:'} and RowKey lt ${'a;'}`;
-    const pages = this.table
-      .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
-      .byPage({ maxPageSize: n });
-    const { value, done } = await pages.next();
-    if (done || !value) return [];
-    this.metrics.entitiesRead += value.length;
-    return value.map((r) => rowToIndexed(r as Row));
+    await this.layout.refresh();
+    const { rows } = await mergedRange(
+      this.table,
+      this.metrics,
+      this.layout.partitionsOf(state),
+      { low: 'a:', high: 'a;' },
+      n,
+    );
+    return rows.map(rowToIndexed);
   }
 
   /**
-   * Orders that entered any state after `after` (ms), up to `until`: one range read of each
-   * state's by-time entries, so it reads O(changes). An order that moved twice shows once, in
-   * the state it is in.
+   * Entries of orders that entered any state after `after` and by `until`, oldest first, at most
+   * about `limit` (unverified), and `through`: every entry up to that instant is in `rows`, so a
+   * feed that resumes after it misses none. Reads each state's `a:` range (oldest first) across its
+   * partitions: O(changes). An order that moved twice shows once, in the state it is in. A page
+   * never ends inside a millisecond: that millisecond goes to the next page, or, when the whole page
+   * is one millisecond, is read to its end.
    */
-  async changedBetween(after: Date, until: Date, limit: number): Promise<IndexedOrder[]> {
-    const all = await Promise.all(
-      processStates.map(async (state) => {
-        const out: IndexedOrder[] = [];
-        const filter = odata`PartitionKey eq ${statePartition(state)} and RowKey ge ${`t:${inverted(until)}`} and RowKey lt ${`t:${inverted(after)}`}`;
-        for await (const page of this.table
-          .listEntities<Record<string, unknown>>({ queryOptions: { filter } })
-          .byPage({ maxPageSize: limit })) {
-          this.metrics.entitiesRead += page.length;
-          out.push(...page.map((r) => rowToIndexed(r as Row)));
-          if (out.length >= limit) break;
-        }
-        return out;
-      }),
-    );
-    return all
-      .flat()
-      .sort((a, b) => a.since.getTime() - b.since.getTime())
-      .slice(0, limit);
+  async changedSince(
+    after: Date,
+    until: Date,
+    limit: number,
+  ): Promise<{ rows: IndexedOrder[]; through: Date }> {
+    await this.layout.refresh();
+    const read = (low: string, high: string, n: number) =>
+      Promise.all(
+        processStates.map(async (state) => {
+          const { rows } = await mergedRange(
+            this.table,
+            this.metrics,
+            this.layout.partitionsOf(state),
+            { low, high },
+            n,
+          );
+          return rows.map(rowToIndexed);
+        }),
+      ).then((all) => all.flat().sort((a, b) => a.since.getTime() - b.since.getTime()));
+    const rows = await read(`a:${msKey(after.getTime() + 1)}`, `a:${msKey(until.getTime())};`, limit + 1);
+    if (rows.length <= limit) return { rows, through: until };
+    const lastMs = rows[limit - 1].since.getTime();
+    const before = rows.slice(0, limit).filter((r) => r.since.getTime() < lastMs);
+    if (before.length > 0) return { rows: before, through: new Date(lastMs - 1) };
+    const instant = await read(`a:${msKey(lastMs)}:`, `a:${msKey(lastMs)};`, 100_000);
+    return { rows: instant, through: new Date(lastMs) };
   }
 }

@@ -22,6 +22,7 @@ import {
 } from './historyRows.js';
 import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
 import { StoreMetrics } from './metrics.js';
+import { defaultIndexPartitions, IndexLayout } from './indexLayout.js';
 import { StateIndex, type IndexedOrder, type IndexFilter } from './stateIndex.js';
 import {
   orderToRow,
@@ -74,6 +75,8 @@ export interface StateStoreOptions {
   inFlightTable?: string;
   /** The operator's state index and counters (stateIndex.ts). */
   stateIndexTable?: string;
+  /** Partitions per state of the state index (ORDER_INDEX_PARTITIONS; indexLayout.ts). */
+  stateIndexPartitions?: number;
   metrics?: StoreMetrics;
   /** Identity connections only; DefaultAzureCredential when absent. */
   credential?: TokenCredential;
@@ -99,6 +102,10 @@ export interface ReconcileProgress {
   reindexed: number;
   /** Groups removed from the state index because no state row confirms them. */
   unlisted: number;
+  /** Groups moved from an older partition layout of the state index to the current one. */
+  relocated: number;
+  /** Older layouts (partition counts) no longer read: the pass emptied them. */
+  retiredLayouts?: number[];
   next: ReconcileCursor | null;
 }
 
@@ -124,11 +131,12 @@ export class StateStore {
     stateIndexTable: TableClient,
     readonly metrics: StoreMetrics,
     private readonly maxConflictAttempts: number,
+    layout: IndexLayout,
     indexGraceSeconds?: number,
     indexRecheckSeconds?: number,
   ) {
     this.index = new InFlightIndex(inFlight, orders, metrics, indexGraceSeconds, indexRecheckSeconds);
-    this.stateIndex = new StateIndex(stateIndexTable, metrics);
+    this.stateIndex = new StateIndex(stateIndexTable, metrics, layout);
   }
 
   /** Connects and creates the tables on first use. */
@@ -148,12 +156,19 @@ export class StateStore {
       options.credential,
     );
     await Promise.all([ensureTable(orders), ensureTable(inFlight), ensureTable(stateIndex)]);
+    const layout = new IndexLayout(
+      stateIndex,
+      metrics,
+      options.stateIndexPartitions ?? defaultIndexPartitions,
+    );
+    await layout.open();
     return new StateStore(
       orders,
       inFlight,
       stateIndex,
       metrics,
       options.maxConflictAttempts ?? 5,
+      layout,
       options.indexGraceSeconds,
       options.indexRecheckSeconds,
     );
@@ -185,7 +200,7 @@ export class StateStore {
       order.customerId,
       initial.workflowVersion,
     );
-    await this.stateIndex.enter(listed);
+    const entered = await this.stateIndex.enter(listed);
     const actions: TransactionAction[] = [
       [
         'create',
@@ -200,6 +215,7 @@ export class StateStore {
       response = await this.orders.submitTransaction(actions);
     } catch (e) {
       if (httpStatusOf(e) === 409) {
+        await this.takeBack(listed, entered);
         const existing = await this.getRow(order.orderId, orderRowKey);
         throw new OrderAlreadyExists(order.orderId, existing ? rowToOrder(existing).requestHash : undefined);
       }
@@ -217,6 +233,7 @@ export class StateStore {
       ...(traceParent !== undefined ? { traceParent } : {}),
       stateSince: listed.since,
     };
+    if (!entered) await this.keepListed(listed);
     return stored;
   }
 
@@ -273,7 +290,7 @@ export class StateStore {
     const moving = next.processState !== current.state.processState;
     const since = moving ? next.updatedAt : (current.stateSince ?? null);
     const listed = indexed(orderId, next, since ?? next.updatedAt, current.order.customerId, version);
-    if (moving) await this.stateIndex.enter(listed);
+    const entered = moving && (await this.stateIndex.enter(listed));
 
     const stateRow = {
       ...withIndexEtag(stateToRow(next), indexEtag),
@@ -296,6 +313,7 @@ export class StateStore {
       response = await this.orders.submitTransaction(actions);
     } catch (e) {
       const status = httpStatusOf(e);
+      if (moving && (status === 412 || status === 404)) await this.takeBack(listed, entered);
       if (status === 412) throw new ConcurrencyConflict(orderId, e);
       if (status === 404) throw new OrderNotFound(orderId);
       throw e;
@@ -315,6 +333,7 @@ export class StateStore {
     // finishing save takes the careful path (read, check, delete) for this run.
     if (reopening) await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
     if (finishing) await this.index.removeAsWritten(orderId, indexEtag).catch(() => undefined); // the sweep repairs
+    if (moving && !entered) await this.keepListed(listed);
     if (moving) {
       // Best effort: readers and the reconcile pass remove groups the state row does not confirm.
       const before = current.stateSince ?? current.state.updatedAt;
@@ -349,6 +368,44 @@ export class StateStore {
         await new Promise((r) => setTimeout(r, Math.random() * 20 * (conflicts + 1)));
       }
     }
+  }
+
+  /**
+   * A writer whose transaction lost its race (412, 409: not a crash) takes back the group it
+   * entered, so an ordinary race never leaves the counts above the truth. Writers racing at the
+   * same instant share one group (its guard was created by one of them): if the state row now
+   * confirms it (a racer that shared it won), it goes back in. Best effort: what a failure here
+   * leaves, readers and the reconcile pass remove.
+   */
+  private async takeBack(listed: IndexedOrder, entered: boolean): Promise<void> {
+    if (!entered) return;
+    try {
+      await this.stateIndex.leave(listed);
+      if (await this.confirms(listed)) await this.stateIndex.enter(listed);
+    } catch {
+      // the repair pass removes an unconfirmed group
+    }
+  }
+
+  /**
+   * After a commit whose group was already there when entered: it may be a racer's, which that
+   * racer takes back if it lost. Entered again (nothing when it is still there), so a committed
+   * state is never without its group.
+   */
+  private async keepListed(listed: IndexedOrder): Promise<void> {
+    try {
+      if (await this.confirms(listed)) await this.stateIndex.enter(listed);
+    } catch {
+      // the full reconcile pass re-enters a missing group
+    }
+  }
+
+  /** Whether the order's state row names this group (its state and StateSince). */
+  private async confirms(listed: IndexedOrder): Promise<boolean> {
+    const row = await this.getRow(listed.orderId, stateRowKey);
+    return (
+      row !== null && row.ProcessState === listed.state && sinceOf(row)?.getTime() === listed.since.getTime()
+    );
   }
 
   /** The operator's list by state (kept for callers that need no other filter). */
@@ -390,13 +447,22 @@ export class StateStore {
   }
 
   /**
-   * Orders whose process state changed after `after` and by `until`, oldest first, at most
-   * `limit`: reads O(changes) (one range per state, plus each order's state row to confirm it).
+   * Orders whose process state changed after `after` and by `until`, oldest first, about `limit`
+   * at most: reads O(changes) (one range per state and partition, plus each order's state row to
+   * confirm it). `through`: every change up to it is in this answer (confirmed or not), so a feed
+   * that asks next for changes after `through` misses none.
    */
-  async changes(after: Date, until: Date, limit = 200): Promise<OrderChange[]> {
-    const rows = await this.stateIndex.changedBetween(after, until, limit);
+  async changes(after: Date, until: Date, limit = 200): Promise<{ changes: OrderChange[]; through: Date }> {
+    const { rows, through } = await this.stateIndex.changedSince(after, until, limit);
     const listed = await this.confirmed(rows);
-    return listed.map((o) => ({ orderId: o.orderId, processState: o.processState, updatedAt: o.updatedAt }));
+    return {
+      changes: listed.map((o) => ({
+        orderId: o.orderId,
+        processState: o.processState,
+        updatedAt: o.updatedAt,
+      })),
+      through,
+    };
   }
 
   /**
@@ -435,7 +501,14 @@ export class StateStore {
    * the cursor to continue from, or null when the pass is through.
    */
   async reconcilePage(cursor: ReconcileCursor, pageSize = 1000): Promise<ReconcileProgress> {
-    const progress: ReconcileProgress = { scanned: 0, recreated: 0, reindexed: 0, unlisted: 0, next: null };
+    const progress: ReconcileProgress = {
+      scanned: 0,
+      recreated: 0,
+      reindexed: 0,
+      unlisted: 0,
+      relocated: 0,
+      next: null,
+    };
     if (cursor.stage === 'orders') {
       const pages = this.orders
         .listEntities<Record<string, unknown>>({
@@ -473,13 +546,19 @@ export class StateStore {
     const state = cursor.stage.slice('entries:'.length) as ProcessState;
     const page = await this.stateIndex.page({ state }, pageSize, cursor.token);
     progress.scanned = page.rows.length;
-    progress.unlisted = (await this.verify(page.rows)).removed;
+    const verified = await this.verify(page.rows);
+    progress.unlisted = verified.removed;
+    // Entries of an older layout (ORDER_INDEX_PARTITIONS changed) move to the current one.
+    for (const entry of verified.entries) {
+      if (await this.stateIndex.relocate(entry)) progress.relocated += 1;
+    }
     const following = processStates[processStates.indexOf(state) + 1];
     progress.next = page.continuationToken
       ? { ...cursor, token: page.continuationToken }
       : following
         ? { stage: `entries:${following}`, full: true }
         : null;
+    if (progress.next === null) progress.retiredLayouts = await this.stateIndex.retireEmptied();
     return progress;
   }
 
@@ -551,13 +630,16 @@ export class StateStore {
     return (await this.verify(rows)).listed;
   }
 
-  private async verify(rows: IndexedOrder[]): Promise<{ listed: ListedOrder[]; removed: number }> {
+  private async verify(
+    rows: IndexedOrder[],
+  ): Promise<{ listed: ListedOrder[]; entries: IndexedOrder[]; removed: number }> {
     const now = Date.now();
     let removed = 0;
     const checked = await Promise.all(
       rows.map(async (entry) => ({ entry, row: await this.getRow(entry.orderId, stateRowKey) })),
     );
     const out: ListedOrder[] = [];
+    const entries: IndexedOrder[] = [];
     for (const { entry, row } of checked) {
       const since = row ? sinceOf(row)?.getTime() : undefined;
       const confirms =
@@ -572,6 +654,7 @@ export class StateStore {
           workflowVersion: versionOf(row),
           stateSince: entry.since,
         });
+        entries.push(entry);
         continue;
       }
       const superseded = since !== undefined && since > entry.since.getTime();
@@ -579,7 +662,7 @@ export class StateStore {
         if (await this.stateIndex.leave(entry).catch(() => false)) removed += 1;
       }
     }
-    return { listed: out, removed };
+    return { listed: out, entries, removed };
   }
 
   private async getRow(orderId: string, rowKey: string): Promise<Row | null> {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { batchOperationCount, classifyTableRequest } from '../../bench/tableProxy.js';
+import { partitionSummary, readPartition, writtenPartition } from '../../bench/partitionLoad.js';
 import { AmqpFrameCounter } from '../../bench/amqpProxy.js';
 import type { Counts } from '../../bench/stats.js';
 
@@ -93,4 +94,67 @@ test('a stream that is not AMQP is reported, not guessed at', () => {
   const counter = new AmqpFrameCounter(counts, 'in.');
   counter.push(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 9, 9]));
   assert.deepEqual(counts, { 'in.unparsed': 1 });
+});
+
+test('the table proxy attributes entities to the partition they load', () => {
+  const base = 'http://127.0.0.1:1/devstoreaccount1';
+  const batch = [
+    '--batch_1',
+    'Content-Type: multipart/mixed; boundary=changeset_1',
+    '',
+    '--changeset_1',
+    `POST ${base}/OrderIndex HTTP/1.1`,
+    'Content-Type: application/json',
+    '',
+    '{"PartitionKey":"state:Pending:7","RowKey":"a:1:x"}',
+    '--changeset_1',
+    `PUT ${base}/OrderIndex(PartitionKey='state%3APending%3A7',RowKey='n%3A01') HTTP/1.1`,
+    '',
+    '{"Count":1}',
+    '--changeset_1--',
+  ].join('\r\n');
+  assert.deepEqual(writtenPartition('POST', '/devstoreaccount1/$batch', batch), {
+    table: 'OrderIndex',
+    partitionKey: 'state:Pending:7',
+    entities: 2,
+  });
+  assert.deepEqual(
+    writtenPartition('DELETE', "/devstoreaccount1/InFlight(PartitionKey='ab',RowKey='x')", ''),
+    { table: 'InFlight', partitionKey: 'ab', entities: 1 },
+  );
+  assert.deepEqual(
+    writtenPartition('POST', '/devstoreaccount1/Orders', '{"PartitionKey":"o\'1","RowKey":"r"}'),
+    {
+      table: 'Orders',
+      partitionKey: "o'1",
+      entities: 1,
+    },
+  );
+  assert.deepEqual(
+    readPartition(
+      `/devstoreaccount1/OrderIndex()?$filter=${encodeURIComponent("PartitionKey eq 'state:Pending:3' and RowKey ge 'n:'")}`,
+    ),
+    { table: 'OrderIndex', partitionKey: 'state:Pending:3' },
+  );
+  assert.equal(
+    readPartition(`/devstoreaccount1/InFlight()?$filter=${encodeURIComponent('CheckAfter le x')}`),
+    undefined,
+  );
+  const summary = partitionSummary(
+    {
+      'table.partition.OrderIndex|state:Pending:1.written': 10,
+      'table.partition.OrderIndex|state:Pending:2.written': 10,
+      'table.partition.OrderIndex|state:Pending:2.read': 1,
+      'table.partition.Orders|0a1b2c3d-0000-4000-8000-000000000000.written': 8,
+    },
+    2,
+  );
+  assert.deepEqual(summary[0], {
+    group: 'OrderIndex|state:Pending:{p}',
+    partitions: 2,
+    writtenPerOrder: 10,
+    readPerOrder: 0.5,
+    maxWrittenPerPartitionPerOrder: 5,
+  });
+  assert.equal(summary[1].group, 'Orders|{order}');
 });

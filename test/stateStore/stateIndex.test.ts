@@ -87,7 +87,7 @@ test('filters by customer, workflow version and time; unconfirmed entries are hi
   });
   assert.deepEqual((await store.listOrders({ state: 'Error', from: at(1400) }, undefined, 10)).items, []);
 
-  const changes = await store.changes(at(1000.5), at(1003));
+  const { changes } = await store.changes(at(1000.5), at(1003));
   assert.deepEqual(
     changes.map((c) => [c.orderId, c.processState]),
     [
