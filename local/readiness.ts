@@ -2,6 +2,7 @@ import { orderIdFromIdempotencyKey } from '../shared/domain/index.js';
 import type { Stack } from './stack.js';
 import { tunableSettings } from './startOptions.js';
 import { sampleOrder } from './orderClient.js';
+import { operatorRouteLines } from './operatorRoutes.js';
 
 /**
  * The one block `npm start` prints when everything listens: where things are, the key, the
@@ -70,8 +71,9 @@ export function readinessBlock(info: ReadinessInfo): string {
     `                    header x-functions-key (or ?code=); from ${info.keySource}`,
     `  Console           ${base}/console  (sign in with the operator key; docs/operations.md)`,
     `  Operator key      ${stack.operatorKey}`,
-    `                    header Authorization: Bearer <key>, for operator routes only (list, resubmit,`,
-    `                    cancel); signs in as local-operator; ${info.operatorKeySource}`,
+    `                    header Authorization: Bearer <key>; signs in as local-operator; ${info.operatorKeySource}`,
+    `                    opens the operator routes (the function key does not), under the API base:`,
+    ...operatorRouteLines().map((line) => `                      ${line}`),
     '',
     `  Service Bus       ${stack.serviceBus.connectionString}`,
     `  Azurite blob      ${stack.azurite.blobUrl ?? '-'}`,

@@ -1,6 +1,6 @@
 // Runs the compiled tests with node's own test runner.
 // Usage: node scripts/run-tests.mjs [folder or compiled test file under dist/, as a repo path ...]
-// Node 20's runner takes no globs, so the files are listed here.
+// The runner is given the file list (no globs) so a folder or file argument selects exactly that.
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';

@@ -20,8 +20,8 @@ const actions: Record<Action, { label: string; explain: string; allowed: (o: Ord
   cancel: {
     label: 'Cancel',
     explain: 'The steps that completed are compensated in reverse order; the order ends Compensated.',
-    allowed: (o) =>
-      o.processState !== 'Processed' && o.processState !== 'Compensated' && o.processState !== 'Compensating',
+    // The API's rule (OperatorCancel in shared/domain/transition.ts): an Error order is resubmitted, not cancelled.
+    allowed: (o) => o.processState === 'Pending' || o.processState === 'Processing',
   },
 };
 

@@ -5,6 +5,7 @@ import type { RegisteredFunction } from './coreApi.js';
 import { InvocationError, type Invoker } from './invoker.js';
 import type { LogSink } from './logger.js';
 import { applyPlatformAuth, type LocalOperator } from './platformAuth.js';
+import { refuseBearerToken, refuseFunctionKey } from './platformRefusal.js';
 import { comparePrecedence, matchRoute, parseRouteTemplate, type RouteTemplate } from './routeTemplate.js';
 import type { RpcHttpCookie, RpcHttpData, RpcTypedData } from './rpc.js';
 import { httpTraceContext } from './traceContext.js';
@@ -232,7 +233,7 @@ export class HttpTriggerHost {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (applyPlatformAuth(req.headers, this.options.operator) === 'invalid-token') {
-      res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"' }).end();
+      refuseBearerToken(res);
       return;
     }
     const hostHeader = req.headers.host ?? `${this.options.host}:${this.options.port}`;
@@ -260,7 +261,7 @@ export class HttpTriggerHost {
       const supplied =
         (Array.isArray(headerKey) ? headerKey[0] : headerKey) ?? url.searchParams.get('code') ?? undefined;
       if (!keyMatches(supplied, this.options.functionKey)) {
-        res.writeHead(401).end();
+        refuseFunctionKey(res, supplied !== undefined);
         return;
       }
     }

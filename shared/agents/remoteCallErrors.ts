@@ -61,13 +61,16 @@ export function parseRetryAfter(value: string | null, now: Date): number | undef
   return Math.max(0, at - now.getTime());
 }
 
-/** A readable message from a problem+json body (RFC 9457), or the raw text. */
-export function problemDetail(status: number, body: unknown): string {
+/**
+ * What the service said, from a problem+json body (RFC 9457) or the raw text. Without the status:
+ * it travels beside the text (reply, alert, log), and whoever shows both puts it in front once.
+ */
+export function problemDetail(body: unknown): string {
   if (body && typeof body === 'object') {
     const p = body as { title?: unknown; detail?: unknown };
     const parts = [p.title, p.detail].filter((s): s is string => typeof s === 'string' && s !== '');
-    if (parts.length > 0) return `${status}: ${parts.join(': ')}`;
+    if (parts.length > 0) return parts.join(': ');
   }
-  if (typeof body === 'string' && body !== '') return `${status}: ${body.slice(0, 500)}`;
-  return `HTTP ${status}`;
+  if (typeof body === 'string' && body !== '') return body.slice(0, 500);
+  return 'no body in the answer';
 }

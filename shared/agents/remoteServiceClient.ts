@@ -221,14 +221,14 @@ export async function callRemoteService(
     if (!isTransientStatus(response.status)) return { status: response.status, body };
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), clock.now());
     if (retryAfterMs !== undefined && retryAfterMs >= msLeft()) {
-      lastError = problemDetail(response.status, body);
+      lastError = problemDetail(body);
       lastStatus = response.status;
       throw new StopCallingError(
         'retry-after-beyond-deadline',
         `Retry-After ${retryAfterMs} ms passes complete-by`,
       );
     }
-    throw new TransientRemoteError(problemDetail(response.status, body), response.status, retryAfterMs);
+    throw new TransientRemoteError(problemDetail(body), response.status, retryAfterMs);
   };
 
   const execution = retryPolicy.execute(({ signal }) => {
@@ -266,7 +266,7 @@ export async function callRemoteService(
     return {
       outcome: 'failed-permanently',
       status: result.status,
-      error: problemDetail(result.status, result.body),
+      error: problemDetail(result.body),
       body: result.body,
       attempts,
     };

@@ -155,10 +155,9 @@ const failures: Record<string, ResponseObject> = {
 
 /** What a client (function-key) route may answer besides its own statuses. */
 const clientResponses: Record<string, ResponseObject> = {
-  '401': {
-    description:
-      'No or wrong function key (`x-functions-key` header or `code` query). The host answers before the function runs, with an empty body.',
-  },
+  '401': problem(
+    "No or wrong function key (`x-functions-key` header or `code` query), refused before the function runs: the local host answers this problem; in Azure the Functions host answers itself, with an empty body (not under the app's control).",
+  ),
   ...failures,
 };
 
@@ -168,7 +167,7 @@ const clientResponses: Record<string, ResponseObject> = {
  */
 const operatorResponses: Record<string, ResponseObject> = {
   '401': problem(
-    'No operator signed in (and no function key sent). (A bearer token App Service Authentication cannot validate is refused by the platform before the function runs: 401 with an empty body and `WWW-Authenticate: Bearer error="invalid_token"`.)',
+    'No operator signed in (and no function key sent). A bearer token that cannot be validated is refused before the function runs, with `WWW-Authenticate: Bearer error="invalid_token"`: locally as this problem; in Azure by App Service Authentication, with an empty body (not under the app\'s control).',
     ['WWW-Authenticate'],
   ),
   '403': problem(

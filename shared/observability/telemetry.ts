@@ -119,9 +119,8 @@ function create(config: TelemetryConfig): Telemetry {
             config.managedIdentityClientId ? { managedIdentityClientId: config.managedIdentityClientId } : {},
           );
     const options = { connectionString: config.connectionString, ...(credential ? { credential } : {}) };
-    // The exporter is built against the 2.x SDK types; the span and metric shapes it reads are the same.
-    spanExporters.push(new AzureMonitorTraceExporter(options) as unknown as SpanExporter);
-    metricExporters.push(new AzureMonitorMetricExporter(options) as unknown as PushMetricExporter);
+    spanExporters.push(new AzureMonitorTraceExporter(options));
+    metricExporters.push(new AzureMonitorMetricExporter(options));
   }
   if (config.file) {
     spanExporters.push(new JsonLinesSpanExporter(config.file));

@@ -51,7 +51,9 @@ export async function handleSchedulerMessage(
 
 function replyEvent(reply: AgentReplyMessage): OrderEvent {
   const { step, run, attempt } = reply;
-  const error = reply.error ? `${reply.error.status ?? ''} ${reply.error.message}`.trim() : 'no detail';
+  const error = reply.error
+    ? `${reply.error.status === undefined ? '' : `${reply.error.status}: `}${reply.error.message}`
+    : 'no detail';
   if (reply.outcome === 'stalled')
     return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: error };
   // Never picked up in time says nothing about the order: retried like a stall, no failure counted.

@@ -39,12 +39,12 @@ describe('service outage alerts', () => {
     const lines: Array<{ level: string; line: Record<string, unknown> }> = [];
     const sink = (level: string) => (text: unknown) => lines.push({ level, line: JSON.parse(String(text)) });
     const log = logger({ info: sink('info'), warn: sink('warn'), error: sink('error') });
-    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
-    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
+    await w.failed(service, { status: 401, detail: 'Unauthorized: key revoked' }, log);
+    await w.failed(service, { status: 401, detail: 'Unauthorized: key revoked' }, log);
     assert.equal((await alertsFor(service)).length, 0, 'below the threshold: no alert');
-    await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
+    await w.failed(service, { status: 401, detail: 'Unauthorized: key revoked' }, log);
     for (let i = 0; i < 5; i++)
-      await w.failed(service, { status: 401, detail: '401: Unauthorized: key revoked' }, log);
+      await w.failed(service, { status: 401, detail: 'Unauthorized: key revoked' }, log);
     const alertLines = lines.filter((l) => l.line.msg === 'operator alert');
     assert.equal(alertLines.length, 1, 'one alert line for the whole outage');
     assert.equal(alertLines[0].level, 'error');

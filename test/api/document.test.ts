@@ -149,9 +149,18 @@ describe('the response validator', () => {
       v.deviations('POST', '/orders', badState).join(),
       /must be equal to one of the allowed values/,
     );
+    // Every answer of ours has a body now; a response documented without one still judges bodies.
+    const bodiless = structuredClone(doc);
+    delete bodiless.paths['/orders/{orderId}']!.get!.responses['401']!.content;
     assert.match(
-      v.deviations('GET', `/orders/${someId}`, { status: 401, headers: {}, body: 'no' }).join(),
+      new OpenApiValidator(bodiless)
+        .deviations('GET', `/orders/${someId}`, { status: 401, headers: {}, body: 'no' })
+        .join(),
       /documented without a body/,
+    );
+    assert.match(
+      v.deviations('GET', `/orders/${someId}`, { status: 401, headers: {}, body: '' }).join(),
+      /content type null is not one of application\/problem\+json/,
     );
   });
 

@@ -135,7 +135,7 @@ describe('the API answers as its OpenAPI document says', () => {
     );
   });
 
-  it("without a credential: the host's bodiless 401 on client routes, the guard's 401 on operator routes", async () => {
+  it("without a credential: the host's 401 problem on client routes, the guard's 401 on operator routes", async () => {
     const id = randomUUID();
     for (const [method, path] of [
       ['POST', '/orders'],
@@ -144,7 +144,7 @@ describe('the API answers as its OpenAPI document says', () => {
       const body = method === 'POST' ? { json: orderBody() } : {};
       const res = await call(method!, path!, { ...body, as: 'nobody' });
       assert.equal(res.status, 401, `${method} ${path}`);
-      assert.equal(res.raw, '', `${method} ${path}`);
+      assert.match(String(res.body.detail), /function key/, `${method} ${path}`);
     }
     for (const [method, path] of [
       ['GET', '/orders?state=Pending'],

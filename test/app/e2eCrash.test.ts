@@ -36,10 +36,13 @@ describe('a crashed functions host', () => {
     const orderIds = await Promise.all(
       [0, 1, 2, 3].map((i) => api.place([`SKU-${i}`, 'FAULT:payment:slow:1500'])),
     );
-    await waitFor('an order to reach payment', async () => {
-      const views = await Promise.all(orderIds.map((id) => api.get(id)));
-      return views.some((v) => v.body.steps?.[1]?.status === 'Running');
-    });
+    // Kill while a payment call is in flight: a step shows Running as soon as it is dispatched,
+    // before the Agent has read the request, and a kill then interrupts nothing.
+    await waitFor('a payment call in flight', async () =>
+      stack.remote.payment
+        .ledger()
+        .requests.some((r) => r.status === null && orderIds.some((id) => r.idempotencyKey?.includes(id))),
+    );
     await stack.killHost('SIGKILL');
     await new Promise((r) => setTimeout(r, 500));
     const host = await stack.startHost();

@@ -332,6 +332,11 @@ describe('order flows through the stack', { concurrency: true }, () => {
       run1.steps.map((s) => s.status),
       ['Completed', 'CompensationFailed', 'Failed'],
     );
+    // The refusal's status is said once: "422: Cannot compensate: …", never "422 422: …".
+    for (const text of [run1.steps[1]!.lastError, run1.error?.detail]) {
+      assert.match(text ?? '', /\b422: Cannot compensate/, String(text));
+      assert.equal((text ?? '').match(/422/g)?.length, 1, String(text));
+    }
     assert.equal(effectsFor('payment', orderId).length, 1);
     const resubmit = await api.operator('POST', `/orders/${orderId}/resubmit`);
     assert.equal(resubmit.status, 202);

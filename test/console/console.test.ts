@@ -155,6 +155,17 @@ describe('the operator console in Chromium', () => {
     }
     await openScreen(page, stack.baseUrl, `#/orders/${orderId}`);
     await waitFor('the Error order', async () => (await orderState(page)) === 'Error');
+    // Only what the API allows on an Error order is offered: cancelling one answers 409.
+    const offered = async (name: string) =>
+      !(await page.getByRole('button', { name, exact: true }).isDisabled());
+    assert.deepEqual(
+      {
+        resubmit: await offered('Resubmit'),
+        retry: await offered('Retry now'),
+        cancel: await offered('Cancel'),
+      },
+      { resubmit: true, retry: false, cancel: false },
+    );
     await page.evaluate(() => Object.assign(globalThis, { sameDocument: true }));
     const resubmit = page.getByRole('button', { name: 'Resubmit', exact: true });
     await resubmit.focus();

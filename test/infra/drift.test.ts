@@ -717,10 +717,19 @@ test('role assignments: guid() names, role ids as in the built-in roles referenc
   );
 });
 
-test('the Function App runs on Flex Consumption, Node 20, deploying with its identity; azd finds it', () => {
+test('the Function App runs on Flex Consumption, Node 24, deploying with its identity; azd finds it', () => {
   const api = bicep('infra/app/api.bicep').text;
   assert.match(api, /tier: 'FlexConsumption'\s*\n\s*name: 'FC1'/);
-  assert.match(api, /runtime: \{\s*name: 'node'\s*version: '20'\s*\}/);
+  assert.match(api, /runtime: \{\s*name: 'node'\s*version: '24'\s*\}/);
+  // One Node major everywhere: what Azure runs, what CI installs (.nvmrc) and what npm accepts.
+  const major = read('.nvmrc').trim().split('.')[0];
+  assert.equal(major, '24');
+  const pkg = JSON.parse(read('package.json')) as {
+    engines: { node: string };
+    devDependencies: Record<string, string>;
+  };
+  assert.equal(pkg.engines.node, `>=${major}`);
+  assert.equal(pkg.devDependencies['@types/node'].split('.')[0], major);
   assert.match(api, /type: 'UserAssignedIdentity'\s*\n\s*userAssignedIdentityResourceId: identityId/);
   assert.match(api, /'azd-service-name': 'api'/);
   const yaml = read('azure.yaml');

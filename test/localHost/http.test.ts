@@ -3,6 +3,17 @@ import { after, before, describe, it } from 'node:test';
 import { startLocalHost, type LocalHost } from '../../local/host/index.js';
 import { writeFixtureApp } from './fixtureApp.js';
 
+/** The platform's own refusals answer RFC 9457 problem+json, like the app's errors. */
+async function problemOf(res: Response, status: number): Promise<{ title: string; detail: string }> {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get('content-type'), 'application/problem+json');
+  const body = (await res.json()) as { type: string; title: string; status: number; detail: string };
+  assert.equal(body.status, status);
+  assert.equal(typeof body.type, 'string');
+  assert.ok(body.title.length > 0 && body.detail.length > 0, JSON.stringify(body));
+  return body;
+}
+
 describe('local host: HTTP triggers', () => {
   let host: LocalHost;
   const lines: string[] = [];
@@ -37,14 +48,15 @@ describe('local host: HTTP triggers', () => {
     assert.equal(host.functionKey, 'test-key-123');
   });
 
-  it('rejects a function-level route without a key or with a wrong key (401, empty body)', async () => {
+  it('rejects a function-level route without a key or with a wrong key (401 problem+json naming the key)', async () => {
     for (const init of [{}, { headers: { 'x-functions-key': 'wrong' } }]) {
       const res = await fetch(`${host.baseUrl}/orders/7`, init);
-      assert.equal(res.status, 401);
-      assert.equal(await res.text(), '');
+      const problem = await problemOf(res, 401);
+      assert.match(problem.detail, /x-functions-key/);
+      assert.match(problem.detail, /code/);
     }
     const wrongCode = await fetch(`${host.baseUrl}/orders/7?code=nope`);
-    assert.equal(wrongCode.status, 401);
+    await problemOf(wrongCode, 401);
   });
 
   it("hands the handler the request's traceparent as its trace context, else a new trace", async () => {
@@ -142,9 +154,9 @@ describe('local host: HTTP triggers', () => {
         await wrong.arrayBuffer();
         continue;
       }
-      assert.equal(wrong.status, 401, authorization);
       assert.match(wrong.headers.get('www-authenticate') ?? '', /invalid_token/);
-      assert.equal(await wrong.text(), '');
+      const problem = await problemOf(wrong, 401);
+      assert.match(problem.detail, /bearer token/i);
     }
     assert.equal(
       lines.slice(before).filter((l) => l.includes('Executing')).length,
