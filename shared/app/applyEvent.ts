@@ -24,13 +24,14 @@ class Skip extends Error {}
  * One event against one order: the store loads, the domain decides, the store writes with
  * If-Match, and a 412 means re-read and decide again (StateStore.applyWithRetry). The outcome is
  * a value, not an exception, because a refused or skipped event is normal life for the Scheduler.
- * `precheck` may decline to act on the loaded state (e.g. a back-off that has not ended).
+ * `precheck` may decline to act on the loaded order (e.g. a back-off that has not ended); it runs
+ * again on every re-read, so what it saw is what the ETag-guarded write replaces.
  */
 export async function applyEvent(
   deps: Dependencies,
   orderId: string,
   event: OrderEvent,
-  precheck?: (state: OrderState, now: Date) => string | undefined,
+  precheck?: (state: OrderState, now: Date, stored: StoredOrder) => string | undefined,
 ): Promise<ApplyResult> {
   let seen: StoredOrder | undefined;
   try {
@@ -39,7 +40,7 @@ export async function applyEvent(
       (current) => {
         seen = current;
         const now = deps.clock.now();
-        const why = precheck?.(current.state, now);
+        const why = precheck?.(current.state, now, current);
         if (why !== undefined) throw new Skip(why);
         return decide(deps.workflows, current.state, event, now, deps.policy);
       },

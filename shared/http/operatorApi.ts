@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { isOrderId, type OrderEvent, type ProcessState } from '../domain/index.js';
+import {
+  filterMismatch,
+  isOrderId,
+  type OrderEvent,
+  type OrderState,
+  type ProcessState,
+} from '../domain/index.js';
 import type { Dependencies } from '../app/ports.js';
 import {
   bulkActions,
@@ -10,7 +16,7 @@ import {
   type BulkRequest,
 } from '../orders/operatorViews.js';
 import { toFieldErrors } from '../orders/orderRequest.js';
-import type { IndexFilter } from '../stateStore/index.js';
+import type { IndexFilter, StoredOrder } from '../stateStore/index.js';
 import { readJsonBody } from './jsonBody.js';
 import { requireOperator, type Operator } from './operatorAuth.js';
 import {
@@ -166,6 +172,22 @@ function eventFor(action: BulkAction, by: string): OrderEvent {
   return { type: 'OperatorRetry', by };
 }
 
+/**
+ * Each order is checked against the filter again when the run reaches it, on the rows the write
+ * replaces under their ETag: the list is up to tens of seconds old by then (bounded rate).
+ */
+function stillMatches(filter: IndexFilter) {
+  return (state: OrderState, _now: Date, stored: StoredOrder): string | undefined => {
+    const why = filterMismatch(filter, {
+      processState: state.processState,
+      customerId: stored.order.customerId,
+      workflowVersion: state.workflowVersion,
+      stateSince: stored.stateSince ?? state.updatedAt,
+    });
+    return why === undefined ? undefined : `No longer matches the filter: ${why}. Left untouched.`;
+  };
+}
+
 async function matching(deps: Dependencies, filter: IndexFilter, limit: number): Promise<string[]> {
   const ids: string[] = [];
   let token: string | undefined;
@@ -228,7 +250,8 @@ export async function bulkAction(
       'Send the same request without `confirm`, check what it matches, then send it with the new token (valid 5 minutes, for the same action, filter and limit).',
     );
   }
-  // The orders matching NOW: an order that left the state since the preview is not touched.
+  // The orders matching NOW: an order that left the state since the preview is not touched, and
+  // one that leaves it while the run works through the list is skipped when the run reaches it.
   const ids = await matching(deps, filter, limit);
   const intervalMs = 1000 / (deps.operatorBulkRatePerSecond ?? 20);
   const results: Array<{ orderId: string; status: 202 | 404 | 409; detail?: string }> = [];
@@ -243,6 +266,7 @@ export async function bulkAction(
       event,
       conflictDetails[action],
       operatorLog(context, orderId, event, guard.operator),
+      stillMatches(filter),
     );
     results.push(
       outcome.status === 202

@@ -354,14 +354,16 @@ export async function applyOperatorEvent(
   event: OrderEvent,
   conflictDetail: (state: OrderState) => string,
   log: Logger,
+  precheck?: Parameters<typeof applyEvent>[3],
 ): Promise<OperatorOutcome> {
   // ETag-guarded like every transition: two operators (or two bulk runs) acting on the same
   // order apply once; the other re-reads, is refused, and answers 409.
-  const result = await applyEvent(deps, orderId, event);
+  const result = await applyEvent(deps, orderId, event, precheck);
   switch (result.kind) {
     case 'not-found':
       return { status: 404, detail: `No order ${orderId} is recorded.` };
     case 'skipped':
+      return { status: 409, detail: result.why, processState: result.current.state.processState };
     case 'refused': {
       const state = result.current.state;
       return { status: 409, detail: conflictDetail(state), processState: state.processState };

@@ -4,13 +4,9 @@ import { isOverdue } from '../domain/supervision.js';
 import { httpStatusOf } from './errors.js';
 import type { StoreMetrics } from './metrics.js';
 import { stateRowKey, type Row } from './rows.js';
+import { RepairLedger, repairLedgerPartition } from './repairLedger.js';
 
-/** Where a reconcile pass is (StateStore.reconcilePage); `full` also checks the state index. */
-export interface ReconcileCursor {
-  stage: 'orders' | `entries:${ProcessState}`;
-  token?: string;
-  full?: boolean;
-}
+export type { ReconcileCursor } from './repairLedger.js';
 
 /**
  * The in-flight index: a table with one row per order that may be non-terminal, so the
@@ -53,9 +49,6 @@ export interface SweepResult {
 
 type IndexRow = Row & { CheckAfter?: Date; PutAt?: Date };
 
-/** The reconcile pass's cursor: a partition no order id maps to, and no CheckAfter, so no sweep reads it. */
-const cursorRow = { partitionKey: 'reconcile', rowKey: 'cursor' };
-
 /** Default grace: host.json's functionTimeout (10 min), the longest a writer can stall. */
 export const defaultIndexGraceSeconds = 600;
 
@@ -68,7 +61,12 @@ export class InFlightIndex {
     readonly graceSeconds: number = defaultIndexGraceSeconds,
     /** The longest a row waits before its order is read again (see StateStoreOptions). */
     readonly recheckSeconds: number = Infinity,
-  ) {}
+  ) {
+    this.repairs = new RepairLedger(table);
+  }
+
+  /** The repair passes' cursor and times, kept in this table (repairLedger.ts). */
+  readonly repairs: RepairLedger;
 
   /** When the sweep should next read an order whose complete-by is `completeBy`, seen at `now`. */
   checkAfter(completeBy: Date, now: Date): Date {
@@ -159,7 +157,7 @@ export class InFlightIndex {
     let count = 0;
     let oldest: number | undefined;
     const rows = this.table.listEntities<Record<string, unknown>>({
-      queryOptions: { filter: odata`PartitionKey ne ${cursorRow.partitionKey}`, select: ['PutAt'] },
+      queryOptions: { filter: odata`PartitionKey ne ${repairLedgerPartition}`, select: ['PutAt'] },
     });
     for await (const row of rows) {
       count += 1;
@@ -221,45 +219,6 @@ export class InFlightIndex {
       }
     }
     return recreated;
-  }
-
-  /**
-   * Where an unfinished reconcile pass stopped (StateStore.reconcilePage): null when no pass is
-   * under way. Kept in the index table itself, so every Supervisor instance, and the next one
-   * after a restart, carries on the same pass.
-   */
-  async reconcileCursor(): Promise<ReconcileCursor | null> {
-    try {
-      const row = await this.table.getEntity<{ Token?: string; Stage?: string; Full?: boolean }>(
-        cursorRow.partitionKey,
-        cursorRow.rowKey,
-      );
-      const stage = (
-        typeof row.Stage === 'string' && row.Stage !== '' ? row.Stage : 'orders'
-      ) as ReconcileCursor['stage'];
-      return {
-        stage,
-        ...(typeof row.Token === 'string' && row.Token !== '' ? { token: row.Token } : {}),
-        ...(row.Full === true ? { full: true } : {}),
-      };
-    } catch (e) {
-      if (httpStatusOf(e) === 404) return null;
-      throw e;
-    }
-  }
-
-  /** Records where the pass stopped; `done` ends it. */
-  async saveReconcileCursor(cursor: ReconcileCursor | 'done'): Promise<void> {
-    if (cursor === 'done') {
-      await this.table.deleteEntity(cursorRow.partitionKey, cursorRow.rowKey).catch((e: unknown) => {
-        if (httpStatusOf(e) !== 404) throw e;
-      });
-      return;
-    }
-    await this.table.upsertEntity(
-      { ...cursorRow, Stage: cursor.stage, Token: cursor.token ?? '', Full: cursor.full === true },
-      'Replace',
-    );
   }
 
   private async getIndexRow(orderId: string): Promise<IndexRow | null> {

@@ -1,5 +1,16 @@
 import type { InvocationContext } from '@azure/functions';
-import { awaitsNotStarted, outstandingRequest, outstandingStep, type QueueView } from '../domain/index.js';
+import {
+  awaitsNotStarted,
+  decideRepair,
+  outstandingRequest,
+  outstandingStep,
+  passEnded,
+  passStarted,
+  type QueueView,
+  type RepairPass,
+  type RepairRecord,
+  type RepairSchedule,
+} from '../domain/index.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
 import { deadLetterSourceList } from '../messaging/deadLetters.js';
 import { queues } from '../messaging/entities.js';
@@ -48,39 +59,56 @@ export interface SweepReport {
   reindexed?: number;
   /** State index groups the reconcile removed (no state row confirms them). */
   unlisted?: number;
+  /** The repair pass this run started, if it started one. */
+  repairStarted?: RepairPass;
 }
 
 /** One run's share of a reconcile pass: pages of state rows or index entries, and wall time. */
 const reconcileDefaults = { pageSize: 1000, pagesPerRun: 5, budgetMs: 5000 };
 
 /**
- * Repairs both indexes (StateStore.reconcilePage): O(history), so a pass starts rarely and is
- * spread over runs, one bounded slice per run, resuming from the cursor the last slice saved. It
- * runs after the sweep has acted, so a large table never delays a retry.
+ * Repairs both indexes (StateStore.reconcilePage): O(history), so a pass is spread over runs, one
+ * bounded slice per run, resuming from the cursor the last slice saved. Which pass is due comes
+ * from the pass times kept with the cursor (domain/repairPasses.ts), whatever minute this run
+ * landed in. It runs after the sweep has acted, so a large table never delays a retry.
  */
 async function reconcileSlice(
   deps: Dependencies,
-  start: SupervisorOptions['reconcile'],
   options: SupervisorOptions,
-): Promise<Pick<SweepReport, 'reconciled' | 'reindexed' | 'unlisted'> | undefined> {
-  // An idle sweep must stay one table request: the cursor is read only when a pass starts or
-  // this process last saw one under way (a pass another instance left unfinished is picked up by
-  // the next start, which continues from its cursor).
-  if (!start && passUnderWay.get(deps.store) === false) return undefined;
-  const saved = await deps.store.index.reconcileCursor();
-  if (saved === null && !start) {
-    passUnderWay.set(deps.store, false);
+  log: Logger,
+): Promise<Pick<SweepReport, 'reconciled' | 'reindexed' | 'unlisted' | 'repairStarted'> | undefined> {
+  const requested: RepairPass | undefined =
+    options.reconcile === 'full' ? 'full' : options.reconcile ? 'hourly' : undefined;
+  const now = deps.clock.now();
+  // An idle sweep must stay one table request: the ledger is read only when this process does not
+  // know it, or what it knows makes a pass due or under way (another instance's start is then seen).
+  const known = knownRepairs.get(deps.store);
+  if (known && decideRepair(known, now, options.repairs, requested) === 'idle') return undefined;
+  const ledger = deps.store.index.repairs;
+  const { cursor: saved, record, etag } = await ledger.read();
+  const decision = decideRepair(record, now, options.repairs, requested);
+  if (decision === 'idle') {
+    knownRepairs.set(deps.store, record);
     return undefined;
   }
-  let cursor: ReconcileCursor | null = saved ?? {
-    stage: 'orders',
-    ...(start === 'full' ? { full: true } : {}),
-  };
+  let cursor: ReconcileCursor | null = saved;
+  let next = record;
+  if (decision !== 'continue') {
+    if (record.underWay) log.warn('a full repair pass replaces the hourly pass under way', {});
+    else log.info('repair pass started', { pass: decision.start });
+    cursor = { stage: 'orders', ...(decision.start === 'full' ? { full: true } : {}) };
+    next = passStarted(record, decision.start, now);
+  }
   const pageSize = options.reconcilePageSize ?? reconcileDefaults.pageSize;
   const pages = options.reconcilePagesPerRun ?? reconcileDefaults.pagesPerRun;
   // Wall time, not the domain clock: this bounds the run's own duration.
   const budgetEnds = Date.now() + reconcileDefaults.budgetMs;
-  const done = { reconciled: 0, reindexed: 0, unlisted: 0 };
+  const done = {
+    reconciled: 0,
+    reindexed: 0,
+    unlisted: 0,
+    ...(decision !== 'continue' ? { repairStarted: decision.start } : {}),
+  };
   for (let page = 0; cursor && page < pages && Date.now() < budgetEnds; page++) {
     const result = await deps.store.reconcilePage(cursor, pageSize);
     done.reconciled += result.recreated;
@@ -88,13 +116,15 @@ async function reconcileSlice(
     done.unlisted += result.unlisted;
     cursor = result.next;
   }
-  await deps.store.index.saveReconcileCursor(cursor ?? 'done');
-  passUnderWay.set(deps.store, cursor !== null);
+  const after = cursor ? next : passEnded(next);
+  // Lost to another Supervisor that moved the pass meanwhile: its save stands; read it next run.
+  if (await ledger.save(cursor, after, etag)) knownRepairs.set(deps.store, after);
+  else knownRepairs.delete(deps.store);
   return done;
 }
 
-/** Per state store: whether this process last saw a reconcile pass under way (absent: not known). */
-const passUnderWay = new WeakMap<object, boolean>();
+/** Per state store: the repair ledger as this process last read or wrote it (absent: not known). */
+const knownRepairs = new WeakMap<object, RepairRecord>();
 
 /** The ids each watched queue held at the last peek, and when one of them last left it. */
 const progress = new Map<string, { ids: Set<string>; since: number }>();
@@ -200,8 +230,13 @@ export interface SupervisorOptions {
   /** Orders acted on at once. */
   concurrency?: number;
   /**
-   * Start a pass of the O(history) index reconciliation (one under way continues regardless);
-   * `full` also checks every order's state index entry and every entry's order (daily).
+   * When the repair passes are due (the Supervisor function passes the product's); without it
+   * a pass starts only when asked for with `reconcile`. One under way continues regardless.
+   */
+  repairs?: RepairSchedule;
+  /**
+   * Ask for a pass of the O(history) index reconciliation now; `full` also checks every order's
+   * state index entry and every entry's order (daily by the schedule).
    */
   reconcile?: boolean | 'full';
   /** State rows per reconcile page (default 1,000). */
@@ -309,7 +344,7 @@ export async function runSupervisor(
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 8) }, worker));
   try {
-    const repaired = await reconcileSlice(deps, options.reconcile ?? false, options);
+    const repaired = await reconcileSlice(deps, options, log);
     if (repaired !== undefined) Object.assign(report, repaired);
     if (repaired?.reconciled) log.warn('in-flight index repaired', { recreated: repaired.reconciled });
     if (repaired?.reindexed || repaired?.unlisted) log.warn('state index repaired', { ...repaired });

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
-import { orderRefusals, processOrderMessageId } from '../../shared/domain/index.js';
+import { randomUUID } from 'node:crypto';
+import { defaultRepairSchedule, orderRefusals, processOrderMessageId } from '../../shared/domain/index.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
 import { queues } from '../../shared/messaging/entities.js';
-import { InFlightIndex } from '../../shared/stateStore/index.js';
+import { InFlightIndex, StateStore } from '../../shared/stateStore/index.js';
 import { indexHas } from '../stateStore/harness.js';
 import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
 import {
@@ -198,6 +199,68 @@ describe('Supervisor: retry, back-off, give up, concurrent sweeps', () => {
     deps.store.metrics.reset();
     await runSupervisor(deps, context('supervisor'));
     assert.deepEqual(deps.store.metrics.byMethod, { GET: 1 });
+  });
+
+  it('a full pass due while a long hourly pass runs replaces it, on a schedule that never lands on :00', async () => {
+    const base = await freshDeps(infra);
+    const suffix = randomUUID().replace(/-/g, '').slice(0, 10);
+    const store = await StateStore.open(
+      { kind: 'connectionString', connectionString: infra.azurite.connectionString },
+      {
+        ordersTable: `Orders${suffix}`,
+        inFlightTable: `InFlight${suffix}`,
+        stateIndexTable: `Index${suffix}`,
+      },
+    );
+    const deps: TestDeps = { ...base, store };
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await submitted(deps));
+    // The state index is lost: only a full pass rebuilds it.
+    for await (const e of store.stateIndex.table.listEntities())
+      await store.stateIndex.table.deleteEntity(e.partitionKey!, e.rowKey!);
+    // Runs two days back (nothing overdue), every 20 minutes from :02; yesterday's full pass ran.
+    const day = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 2 * 86_400_000;
+    const at = (h: number, m: number) => new Date(day + (h * 60 + m) * 60_000);
+    await store.index.repairs.save(null, { fullStartedAt: at(-21, 2), hourlyStartedAt: at(1, 2) });
+    const slice = { repairs: defaultRepairSchedule, reconcilePageSize: 2, reconcilePagesPerRun: 1 };
+    const runAt = (when: Date) => {
+      deps.clock.set(when);
+      return runSupervisor(deps, context('supervisor'), slice);
+    };
+    assert.equal((await runAt(at(2, 2))).repairStarted, 'hourly');
+    const carried = await runAt(at(2, 22));
+    assert.deepEqual(
+      [carried.repairStarted, carried.reconciled],
+      [undefined, 0],
+      'the hourly pass spans runs',
+    );
+    await runAt(at(2, 42));
+    assert.equal((await runAt(at(3, 2))).repairStarted, 'full', 'the full pass replaces the hourly one');
+    // Then hourly passes again, once the full pass is through (it spans hours at one page a run).
+    const later: Array<{ hour: number; pass: string }> = [];
+    for (let m = 22; m < 14 * 60; m += 20) {
+      const r = await runAt(at(3, m));
+      if (r.repairStarted)
+        later.push({ hour: Math.floor(deps.clock.now().getTime() / 3_600_000), pass: r.repairStarted });
+    }
+    assert.ok(later.length > 0, 'no pass after the full one');
+    assert.ok(
+      later.every((s) => s.pass === 'hourly'),
+      JSON.stringify(later),
+    );
+    assert.equal(
+      new Set(later.map((s) => s.hour)).size,
+      later.length,
+      `two passes in one hour: ${JSON.stringify(later)}`,
+    );
+    const listed = await store.listOrders({ state: 'Pending' }, undefined, 100);
+    assert.deepEqual(
+      new Set(listed.items.map((o) => o.orderId)),
+      new Set(ids),
+      'the full pass rebuilt the index',
+    );
+    const { record } = await store.index.repairs.read();
+    assert.equal(record.fullStartedAt?.getTime(), at(3, 2).getTime(), 'one full pass that day');
   });
 
   it('a reply waiting behind a busy Scheduler is not a timeout: the sweep waits until the Scheduler caught up', async () => {
