@@ -68,12 +68,15 @@ export class AmqpFrameCounter {
     if (body[0] === 0x00 && body[1] === 0x53) code = body[2];
     else if (body[0] === 0x00 && body[1] === 0x80 && body.length >= 10)
       code = Number(body.readBigUInt64BE(2));
-    this.bump(performatives[code] ?? 'other');
+    const name = performatives[code] ?? 'other';
+    this.bump(name);
+    // Premium's published throughput guidance is in bytes: count what message transfers carry.
+    if (name === 'transfer') this.bump('transferBytes', frame.length);
   }
 
-  private bump(name: string): void {
+  private bump(name: string, by = 1): void {
     const key = `${this.prefix}${name}`;
-    this.counts[key] = (this.counts[key] ?? 0) + 1;
+    this.counts[key] = (this.counts[key] ?? 0) + by;
   }
 }
 
