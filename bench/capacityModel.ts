@@ -164,7 +164,8 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
     families.set(key, f);
   }
   const spread = d.indexPartitionsPerState * d.storageAccounts;
-  for (const [key, f] of [...families].sort((a, b) => b[1].ops - a[1].ops)) {
+  // A kind the mix gives no weight leaves partitions with no load: they limit nothing.
+  for (const [key, f] of [...families].filter(([, f]) => f.ops > 0).sort((a, b) => b[1].ops - a[1].ops)) {
     const perPartition = f.ops / spread;
     out.push({
       resource: `table partition ${key}${spread > 1 ? ` (each of ${spread})` : ''}`,
@@ -179,6 +180,7 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
   for (const p of load.sharedPartitions) {
     if (layout.spreadTables.includes(p.table)) continue;
     const ops = partitionOperations(p);
+    if (ops <= 0) continue;
     out.push({
       resource: `table partition ${p.table}/${p.partition}`,
       perOrder: ops,
@@ -229,7 +231,9 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
       note: "Microsoft's benchmark observation (4 MB/s per MU), not a limit",
     });
   }
-  for (const e of [...load.entities].sort((a, b) => standardCredits(b) - standardCredits(a))) {
+  for (const e of [...load.entities]
+    .filter((x) => standardCredits(x) > 0)
+    .sort((a, b) => standardCredits(b) - standardCredits(a))) {
     out.push({
       resource: `  entity ${e.entity}`,
       perOrder: standardCredits(e) / ns,

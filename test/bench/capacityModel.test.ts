@@ -189,6 +189,16 @@ test('a mix weighs each kind by its share of the orders', () => {
   // Durations mix by executions: (3 x 60 + 1.5 x 100) / 4.5.
   assert.ok(Math.abs(m.executionMs.scheduler - (3 * 60 + 1.5 * 100) / 4.5) < 1e-9);
   assert.throws(() => mixLoads([success], { other: 1 }), /no weight/);
+  // A kind with no weight leaves its partitions at zero: they are not ceilings.
+  const compensated: OrderLoad = {
+    ...success,
+    kind: 'compensated',
+    sharedPartitions: [
+      { table: 'OrderIndex', partition: 'state:Compensating', requests: 2, read: 0, written: 10 },
+    ],
+  };
+  const onlySuccess = ceilings(mixLoads([success, compensated], { success: 1 }), standard, limits, layout);
+  assert.equal(onlySuccess.filter((c) => c.resource.includes('Compensating')).length, 0);
 });
 
 test('a month: Standard by operations, Premium by messaging unit-hours', () => {
