@@ -72,12 +72,16 @@ export async function measureOrders(
 
 const partKey = /^table\.part\.(.+)\/([^/]*)\.(requests|read|written)$/;
 
-/** Partitions a window touched (at least one request after the background is taken out). */
+/**
+ * Partitions a window touched (at least one request after the background is taken out). A query
+ * that names no partition (`(scan)`) is not a partition: the only ones are the Supervisor's, on a
+ * clock, and what is left of them after the idle rate comes off is noise, not per-order load.
+ */
 export function partitionsTouched(w: Pick<OrderWindow, 'counts'>): Set<string> {
   const out = new Set<string>();
   for (const [k, v] of Object.entries(w.counts)) {
     const m = partKey.exec(k);
-    if (m && m[3] === 'requests' && v >= 0.5) out.add(`${m[1]}/${m[2]}`);
+    if (m && m[3] === 'requests' && m[2] !== '(scan)' && v >= 0.5) out.add(`${m[1]}/${m[2]}`);
   }
   return out;
 }

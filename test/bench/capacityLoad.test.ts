@@ -21,9 +21,18 @@ test('the background rate comes off each window, never below zero', () => {
 
 test('a partition is shared when more than one order touched it', () => {
   const ws = [
-    window('o1', { 'table.part.Orders/o1.requests': 3, 'table.part.OrderIndex/state:Pending.requests': 2 }),
-    window('o2', { 'table.part.Orders/o2.requests': 3, 'table.part.OrderIndex/state:Pending.requests': 2 }),
-    // A trace left by the background after subtraction does not count as a touch.
+    window('o1', {
+      'table.part.Orders/o1.requests': 3,
+      'table.part.OrderIndex/state:Pending.requests': 2,
+      'table.part.InFlight/(scan).requests': 1,
+    }),
+    window('o2', {
+      'table.part.Orders/o2.requests': 3,
+      'table.part.OrderIndex/state:Pending.requests': 2,
+      'table.part.InFlight/(scan).requests': 0.6,
+    }),
+    // A trace left by the background after subtraction does not count as a touch; nor does a
+    // scan, which names no partition (the Supervisor's sweep, on a clock).
     window('o3', { 'table.part.Orders/o1.requests': 0.2 }),
   ];
   assert.deepEqual([...sharedPartitions(ws)], ['OrderIndex/state:Pending']);
