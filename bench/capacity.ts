@@ -127,7 +127,9 @@ function printLoads(loads: OrderLoad[]): void {
     ),
   );
   const entities = [...new Set(loads.flatMap((l) => l.entities.map((e) => e.entity)))].sort();
-  log('\nService Bus, per order: in (sent) / out (delivered) / settled / filter evaluations');
+  log(
+    '\nService Bus, per order: in (sent) / out (delivered) / settled / filter evaluations [transfer bytes in / out]',
+  );
   log(
     formatTable(
       ['entity', ...loads.map((l) => l.kind)],
@@ -137,7 +139,7 @@ function printLoads(loads: OrderLoad[]): void {
           ...loads.map((l) => {
             const e = l.entities.find((x) => x.entity === n);
             return e
-              ? `${e.sent.toFixed(1)} / ${e.received.toFixed(1)} / ${e.settled.toFixed(1)} / ${e.filterEvaluations.toFixed(1)}`
+              ? `${e.sent.toFixed(1)} / ${e.received.toFixed(1)} / ${e.settled.toFixed(1)} / ${e.filterEvaluations.toFixed(1)} [${Math.round(e.bytesIn ?? 0)} / ${Math.round(e.bytesOut ?? 0)}]`
               : '-';
           }),
         ]),

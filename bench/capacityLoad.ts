@@ -122,7 +122,15 @@ export function orderLoad(
   }
   const entities = new Map<string, EntityLoad>();
   const entity = (name: string) => {
-    const e = entities.get(name) ?? { entity: name, sent: 0, received: 0, settled: 0, filterEvaluations: 0 };
+    const e = entities.get(name) ?? {
+      entity: name,
+      sent: 0,
+      received: 0,
+      settled: 0,
+      filterEvaluations: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+    };
     entities.set(name, e);
     return e;
   };
@@ -134,6 +142,9 @@ export function orderLoad(
       e.filterEvaluations = mean(k) * (topicRules[m[1].toLowerCase()] ?? 0);
     } else if ((m = /^sb\.delivered\.(.+)$/.exec(k))) entity(m[1]).received = mean(k);
     else if ((m = /^sb\.settled\.(.+)$/.exec(k))) entity(m[1]).settled = mean(k);
+    // Bytes by link address: the bench's own reader is not behind the proxy, so its links are absent.
+    else if ((m = /^amqp\.out\.bytes\.(.+)$/.exec(k))) entity(m[1]).bytesIn = mean(k);
+    else if ((m = /^amqp\.in\.bytes\.(.+)$/.exec(k))) entity(m[1]).bytesOut = mean(k);
   }
   const executions: Record<string, number> = {};
   const durations: Record<string, number[]> = {};

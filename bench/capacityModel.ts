@@ -24,6 +24,9 @@ export interface EntityLoad {
   received: number;
   settled: number;
   filterEvaluations: number;
+  /** AMQP transfer-frame bytes on the entity's links, client to broker and broker to client. */
+  bytesIn?: number;
+  bytesOut?: number;
 }
 
 /** What one order of a kind does, per order (means over the measured orders). */
@@ -118,6 +121,8 @@ export function mixLoads(loads: readonly OrderLoad[], weights: Record<string, nu
         received: (acc?.received ?? 0) + e.received * f,
         settled: (acc?.settled ?? 0) + e.settled * f,
         filterEvaluations: (acc?.filterEvaluations ?? 0) + e.filterEvaluations * f,
+        bytesIn: (acc?.bytesIn ?? 0) + (e.bytesIn ?? 0) * f,
+        bytesOut: (acc?.bytesOut ?? 0) + (e.bytesOut ?? 0) * f,
       }),
     ),
     bytesIn: loads.reduce((s, l) => s + l.bytesIn * w(l), 0),
@@ -241,7 +246,7 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
       limit: null,
       source: null,
       ordersPerSecond: null,
-      note: `in ${+e.sent.toFixed(2)} out ${+e.received.toFixed(2)} settled ${+e.settled.toFixed(2)} filters ${+e.filterEvaluations.toFixed(2)} (counted in the namespace)`,
+      note: `in ${+e.sent.toFixed(2)} out ${+e.received.toFixed(2)} settled ${+e.settled.toFixed(2)} filters ${+e.filterEvaluations.toFixed(2)} bytes ${Math.round(e.bytesIn ?? 0)}/${Math.round(e.bytesOut ?? 0)} (counted in the namespace)`,
     });
   }
   // Functions: instance-seconds per order over the instances the app may run.

@@ -53,6 +53,9 @@ test('an order load is the mean over windows of the shared partitions, entities,
         'sb.settled.scheduler': 4,
         'amqp.out.transferBytes': 8000,
         'amqp.in.transferBytes': 6000,
+        'amqp.out.bytes.scheduler': 3000,
+        'amqp.in.bytes.scheduler': 2000,
+        'amqp.out.bytes.$cbs': 500,
       },
       ['submitOrder', 'scheduler', 'supervisor'],
     ),
@@ -72,8 +75,25 @@ test('an order load is the mean over windows of the shared partitions, entities,
   ]);
   assert.equal(load.tableRequests, 17);
   assert.deepEqual(load.entities, [
-    { entity: 'order-status', sent: 1, received: 0, settled: 0, filterEvaluations: 1 },
-    { entity: 'scheduler', sent: 2, received: 2, settled: 2, filterEvaluations: 0 },
+    { entity: '$cbs', sent: 0, received: 0, settled: 0, filterEvaluations: 0, bytesIn: 250, bytesOut: 0 },
+    {
+      entity: 'order-status',
+      sent: 1,
+      received: 0,
+      settled: 0,
+      filterEvaluations: 1,
+      bytesIn: 0,
+      bytesOut: 0,
+    },
+    {
+      entity: 'scheduler',
+      sent: 2,
+      received: 2,
+      settled: 2,
+      filterEvaluations: 0,
+      bytesIn: 1500,
+      bytesOut: 1000,
+    },
   ]);
   assert.equal(load.bytesIn, 4000);
   assert.equal(load.bytesOut, 3000);

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -170,4 +171,59 @@ test('a query payload counts its entities per partition', () => {
     byPartition: { a: 2, b: 1, '(unnamed)': 1 },
   });
   assert.deepEqual(queryEntitiesByPartition('oops'), { total: 0, byPartition: {} });
+});
+
+test("transfer bytes are counted per entity, from each side's attach", () => {
+  const req = createRequire(__filename);
+  const frames = req('rhea/lib/frames.js') as {
+    attach(f: object): { described(): unknown };
+    transfer(f: object): { described(): unknown };
+    amqp_frame(channel: number, performative: unknown, payload?: Buffer): unknown;
+    write_frame(frame: unknown): Buffer;
+  };
+  const terminus = req('rhea/lib/terminus.js') as {
+    source(f: object): { described(): unknown };
+    target(f: object): { described(): unknown };
+  };
+  const attach = (channel: number, handle: number, role: boolean, source: string, target: string) =>
+    frames.write_frame(
+      frames.amqp_frame(
+        channel,
+        frames
+          .attach({
+            name: `link-${handle}`,
+            handle,
+            role,
+            source: terminus.source({ address: source }).described(),
+            target: terminus.target({ address: target }).described(),
+          })
+          .described(),
+      ),
+    );
+  const transfer = (channel: number, handle: number, bytes: number) =>
+    frames.write_frame(
+      frames.amqp_frame(
+        channel,
+        frames.transfer({ handle, delivery_id: 0 }).described(),
+        Buffer.alloc(bytes),
+      ),
+    );
+  const counts: Counts = {};
+  const out = new AmqpFrameCounter(counts, 'out.');
+  const inbound = new AmqpFrameCounter(counts, 'in.');
+  // The client sends to the scheduler queue on handle 0 and receives from agent-payment on handle 1.
+  out.push(attach(0, 0, false, 'sender-1', 'scheduler'));
+  out.push(attach(0, 1, true, 'agent-payment', 'receiver-1'));
+  // The broker answers with its own handles and the roles swapped.
+  inbound.push(attach(0, 7, true, 'sender-1', 'scheduler'));
+  inbound.push(attach(0, 8, false, 'agent-payment', 'receiver-1'));
+  const sent = transfer(0, 0, 100);
+  const delivered = transfer(0, 8, 40);
+  out.push(sent);
+  inbound.push(delivered);
+  inbound.push(transfer(0, 9, 10)); // a handle no attach named: counted in total only
+  assert.equal(counts['out.bytes.scheduler'], sent.length);
+  assert.equal(counts['in.bytes.agent-payment'], delivered.length);
+  assert.equal(counts['out.bytes.agent-payment'], undefined);
+  assert.equal(counts['in.transferBytes'], delivered.length + transfer(0, 9, 10).length);
 });
