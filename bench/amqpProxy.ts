@@ -1,5 +1,28 @@
+import { createRequire } from 'node:module';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Counts } from './stats.js';
+
+/** rhea's frame decoder (a devDependency, untyped): only attach and transfer are read. */
+interface DecodedFrame {
+  channel: number;
+  performative?: { handle?: number; role?: boolean; source?: Terminus; target?: Terminus };
+}
+type Terminus = { value?: unknown } | null | undefined;
+const rheaFrames = createRequire(__filename)('rhea/lib/frames.js') as {
+  read_frame(buffer: Buffer): DecodedFrame | null;
+};
+
+/** The address of a source or target terminus (its first field). */
+function addressOf(t: Terminus): string | undefined {
+  const fields = t?.value;
+  if (!Array.isArray(fields) || fields.length === 0) return undefined;
+  const first = fields[0] as unknown;
+  const v =
+    typeof first === 'object' && first !== null && 'value' in first
+      ? (first as { value: unknown }).value
+      : first;
+  return typeof v === 'string' && v.length > 0 ? v : undefined;
+}
 
 /**
  * A counting TCP proxy in front of the Service Bus emulator. It splits the byte stream into
@@ -27,10 +50,18 @@ const performatives: Record<number, string> = {
 /** Incremental frame splitter for one direction of one connection (pure; unit-tested). */
 export class AmqpFrameCounter {
   private pending: Buffer = Buffer.alloc(0);
+  /** `${channel}:${handle}` -> the entity the link's transfers go to or come from. */
+  private readonly links = new Map<string, string>();
 
+  /**
+   * `side` says who writes this stream: its attach frames name this side's handles, and the
+   * entity is the target of a client's sender and the source of a client's receiver (the
+   * broker's attach says the same from its side, with the roles swapped).
+   */
   constructor(
     private readonly counts: Counts,
     private readonly prefix: string,
+    private readonly side: 'client' | 'broker' = prefix.startsWith('in') ? 'broker' : 'client',
   ) {}
 
   push(chunk: Buffer): void {
@@ -68,12 +99,45 @@ export class AmqpFrameCounter {
     if (body[0] === 0x00 && body[1] === 0x53) code = body[2];
     else if (body[0] === 0x00 && body[1] === 0x80 && body.length >= 10)
       code = Number(body.readBigUInt64BE(2));
-    this.bump(performatives[code] ?? 'other');
+    const name = performatives[code] ?? 'other';
+    this.bump(name);
+    if (name === 'attach') this.rememberLink(frame);
+    // Premium's published throughput guidance is in bytes: count what message transfers carry.
+    if (name === 'transfer') {
+      this.bump('transferBytes', frame.length);
+      const entity = this.linkOf(frame);
+      if (entity) this.bump(`bytes.${entity}`, frame.length);
+    }
   }
 
-  private bump(name: string): void {
+  private decode(frame: Buffer): DecodedFrame | null {
+    try {
+      return rheaFrames.read_frame(frame);
+    } catch {
+      this.bump('undecoded');
+      return null;
+    }
+  }
+
+  private rememberLink(frame: Buffer): void {
+    const f = this.decode(frame);
+    const p = f?.performative;
+    if (!f || !p || p.handle === undefined) return;
+    // role true = receiver. A client's receiver reads its source; a broker's receiver, its target.
+    const receiver = p.role === true;
+    const entity = addressOf((this.side === 'client') === receiver ? p.source : p.target);
+    if (entity) this.links.set(`${f.channel}:${p.handle}`, entity);
+  }
+
+  private linkOf(frame: Buffer): string | undefined {
+    const f = this.decode(frame);
+    const handle = f?.performative?.handle;
+    return f && handle !== undefined ? this.links.get(`${f.channel}:${handle}`) : undefined;
+  }
+
+  private bump(name: string, by = 1): void {
     const key = `${this.prefix}${name}`;
-    this.counts[key] = (this.counts[key] ?? 0) + 1;
+    this.counts[key] = (this.counts[key] ?? 0) + by;
   }
 }
 

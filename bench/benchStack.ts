@@ -85,7 +85,10 @@ export async function startBenchStack(
       out[`${prefix}.completed`] = (out[`${prefix}.completed`] ?? 0) + e.completed;
       out[`${prefix}.abandoned`] = (out[`${prefix}.abandoned`] ?? 0) + e.abandoned;
       out[`${prefix}.deadLettered`] = (out[`${prefix}.deadLettered`] ?? 0) + e.deadLettered;
-      if (!feed) out[`sb.delivered.${e.path}`] = e.delivered;
+      if (!feed) {
+        out[`sb.delivered.${e.path}`] = e.delivered;
+        out[`sb.settled.${e.path}`] = e.completed + e.abandoned + e.deadLettered;
+      }
     }
     for (const s of sb.senders) {
       out['sb.sent'] = (out['sb.sent'] ?? 0) + s.sent;

@@ -90,6 +90,7 @@ export async function settle(bench: BenchStack, quietMs = 1500, maxMs = 20_000):
       Object.entries(c).filter(
         ([k]) =>
           !k.startsWith('amqp.') &&
+          !k.startsWith('table.part.') &&
           !k.startsWith('feed.') &&
           !k.includes('InFlight.query') &&
           k !== 'table.query' &&

@@ -31,6 +31,7 @@ export const priceTableSchema = z.object({
       )
       .min(1),
   }),
+  serviceBusPremium: z.object({ perMessagingUnitHour: price, note: z.string().optional() }).optional(),
   tableStorage: z.object({ per10kTransactions: price }),
   flexConsumption: z.object({
     instanceSizesMB: z.array(z.number().int().positive()).min(1),

@@ -34,6 +34,87 @@ export function batchOperationCount(body: string): number {
   return (body.match(/^(POST|PUT|PATCH|MERGE|DELETE|GET) https?:\/\//gm) ?? []).length;
 }
 
+/** The entity key in a request path or a batch line: `Table(PartitionKey='p',RowKey='r')`. */
+const keyInPath = /\(PartitionKey='((?:[^']|'')*)',\s*RowKey='(?:[^']|'')*'\)/;
+const unquote = (s: string): string => s.replace(/''/g, "'");
+
+/** The partition an entity path names, or undefined (pure; unit-tested). */
+export function partitionInPath(pathAndQuery: string): string | undefined {
+  const path = decodeURIComponent(pathAndQuery.split('?')[0]);
+  const m = keyInPath.exec(path);
+  return m ? unquote(m[1]) : undefined;
+}
+
+/** The partition a query's `$filter` pins with `PartitionKey eq '...'`, or undefined (a scan). */
+export function partitionInFilter(pathAndQuery: string): string | undefined {
+  const q = pathAndQuery.indexOf('?');
+  if (q < 0) return undefined;
+  const filter = new URLSearchParams(pathAndQuery.slice(q + 1)).get('$filter') ?? '';
+  const m = /PartitionKey eq '((?:[^']|'')*)'/.exec(filter);
+  return m ? unquote(m[1]) : undefined;
+}
+
+/** The partition of an insert (POST to the table): from the JSON body. */
+export function partitionInBody(body: string): string | undefined {
+  try {
+    const parsed = JSON.parse(body) as { PartitionKey?: unknown };
+    return typeof parsed.PartitionKey === 'string' ? parsed.PartitionKey : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An entity-group transaction: its table and partition (one per batch, as Azure requires) and
+ * the number of entities it writes. Read from the request lines and the insert bodies.
+ */
+export function batchTarget(
+  body: string,
+): { table: string; partition: string; entities: number } | undefined {
+  const lines = body.split(/\r?\n/);
+  let table = '';
+  let partition: string | undefined;
+  let entities = 0;
+  for (const line of lines) {
+    const req = /^(POST|PUT|PATCH|MERGE|DELETE|GET) (https?:\/\/\S+)/.exec(line);
+    if (req) {
+      entities++;
+      const url = new URL(req[2]);
+      const last = decodeURIComponent(url.pathname).replace(/\/+$/, '').split('/').pop() ?? '';
+      table ||= last.split('(')[0];
+      partition ??= partitionInPath(url.pathname);
+      continue;
+    }
+    if (partition === undefined && line.startsWith('{')) partition = partitionInBody(line);
+  }
+  if (entities === 0 || partition === undefined) return undefined;
+  return { table, partition, entities };
+}
+
+/** Entities a query returned, per partition when the payload names it (Azure returns the keys). */
+export function queryEntitiesByPartition(payload: string): { total: number; byPartition: Counts } {
+  try {
+    const parsed = JSON.parse(payload) as { value?: Array<{ PartitionKey?: unknown }> };
+    const rows = Array.isArray(parsed.value) ? parsed.value : [];
+    const byPartition: Counts = {};
+    for (const r of rows) {
+      const pk = typeof r.PartitionKey === 'string' ? r.PartitionKey : '(unnamed)';
+      byPartition[pk] = (byPartition[pk] ?? 0) + 1;
+    }
+    return { total: rows.length, byPartition };
+  } catch {
+    return { total: 0, byPartition: {} };
+  }
+}
+
+/**
+ * Per-partition counters, keyed `part.{table}/{partition}.{what}` with `what` one of requests,
+ * read (entities read), written (entities written). A query that names no partition is counted
+ * against `{table}/(scan)` for the request and against each partition it returned for entities.
+ */
+export const partitionKey = (table: string, partition: string, what: 'requests' | 'read' | 'written') =>
+  `part.${table}/${partition}.${what}`;
+
 export interface TableCounters {
   /** `${kind}` totals, `${table}.${kind}` per table, `status.${code}`, `entitiesRead`, `batchOperations`. */
   counts: Counts;
@@ -57,6 +138,54 @@ async function readAll(stream: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** One request against the partition it touches; writes count their entities here. */
+function countPartitionRequest(
+  counts: Counts,
+  method: string,
+  url: string,
+  kind: TableRequestKind,
+  table: string,
+  body: Buffer,
+): void {
+  if (kind === 'batch') {
+    const target = batchTarget(body.toString('utf8'));
+    if (!target) return bump(counts, 'part.unparsed');
+    bump(counts, partitionKey(target.table, target.partition, 'requests'));
+    bump(counts, partitionKey(target.table, target.partition, 'written'), target.entities);
+    return;
+  }
+  const partition =
+    kind === 'query'
+      ? (partitionInFilter(url) ?? '(scan)')
+      : (partitionInPath(url) ??
+        (method.toUpperCase() === 'POST' ? partitionInBody(body.toString('utf8')) : undefined));
+  if (partition === undefined) return bump(counts, 'part.unparsed');
+  bump(counts, partitionKey(table, partition, 'requests'));
+  if (kind === 'write') bump(counts, partitionKey(table, partition, 'written'));
+}
+
+/** Entities a successful read or query returned, against their partitions. */
+function countPartitionRead(
+  counts: Counts,
+  url: string,
+  kind: TableRequestKind,
+  table: string,
+  payload: Buffer,
+): void {
+  if (kind === 'read') {
+    const partition = partitionInPath(url);
+    if (partition !== undefined) bump(counts, partitionKey(table, partition, 'read'));
+    return;
+  }
+  const pinned = partitionInFilter(url);
+  const { total, byPartition } = queryEntitiesByPartition(payload.toString('utf8'));
+  if (pinned !== undefined) {
+    if (total > 0) bump(counts, partitionKey(table, pinned, 'read'), total);
+    return;
+  }
+  for (const [p, n] of Object.entries(byPartition)) bump(counts, partitionKey(table, p, 'read'), n);
+}
+
 export async function startTableProxy(): Promise<TableProxy> {
   const counts: Counts = {};
   let upstream: URL | undefined;
@@ -73,6 +202,7 @@ export async function startTableProxy(): Promise<TableProxy> {
         bump(counts, kind);
         if (table) bump(counts, `${table}.${kind}`);
         if (kind === 'batch') bump(counts, 'batchOperations', batchOperationCount(body.toString('latin1')));
+        countPartitionRequest(counts, req.method ?? 'GET', req.url ?? '/', kind, table, body);
       } else bump(counts, 'admin');
       const written =
         kind === 'write' || kind === 'batch'
@@ -113,6 +243,7 @@ export async function startTableProxy(): Promise<TableProxy> {
               bump(counts, 'entitiesRead', n);
               if (table) bump(counts, `${table}.entitiesRead`, n);
               if (read) bump(counts, `partition.${read.table}|${read.partitionKey}.read`, n);
+              countPartitionRead(counts, req.url ?? '/', kind, table, payload);
             }
             res.writeHead(up.statusCode ?? 502, up.headers);
             res.end(payload);

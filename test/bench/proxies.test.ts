@@ -1,6 +1,15 @@
+import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { batchOperationCount, classifyTableRequest } from '../../bench/tableProxy.js';
+import {
+  batchOperationCount,
+  batchTarget,
+  classifyTableRequest,
+  partitionInBody,
+  partitionInFilter,
+  partitionInPath,
+  queryEntitiesByPartition,
+} from '../../bench/tableProxy.js';
 import { partitionSummary, readPartition, writtenPartition } from '../../bench/partitionLoad.js';
 import { AmqpFrameCounter } from '../../bench/amqpProxy.js';
 import type { Counts } from '../../bench/stats.js';
@@ -85,6 +94,7 @@ test('AMQP frames are counted by performative across arbitrary chunk boundaries'
     'out.flow': 2,
     'out.empty': 1,
     'out.transfer': 1,
+    'out.transferBytes': 12,
     'out.disposition': 1,
   });
 });
@@ -94,6 +104,129 @@ test('a stream that is not AMQP is reported, not guessed at', () => {
   const counter = new AmqpFrameCounter(counts, 'in.');
   counter.push(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 9, 9]));
   assert.deepEqual(counts, { 'in.unparsed': 1 });
+});
+
+test('partitions are read from entity paths, query filters and insert bodies', () => {
+  const base = '/devstoreaccount1';
+  assert.equal(
+    partitionInPath(`${base}/OrderIndex(PartitionKey='state%3APending',RowKey='n%3A01')`),
+    'state:Pending',
+  );
+  assert.equal(partitionInPath(`${base}/Orders(PartitionKey='it''s',RowKey='x')?$select=a`), "it's");
+  assert.equal(partitionInPath(`${base}/Orders()`), undefined);
+  assert.equal(
+    partitionInFilter(
+      `${base}/OrderIndex()?$filter=${encodeURIComponent("PartitionKey eq 'state:Pending' and RowKey ge 'n:'")}`,
+    ),
+    'state:Pending',
+  );
+  assert.equal(
+    partitionInFilter(
+      `${base}/InFlight()?$filter=${encodeURIComponent("CheckAfter le datetime'2026-01-01T00:00:00Z'")}`,
+    ),
+    undefined,
+  );
+  assert.equal(partitionInBody('{"PartitionKey":"ab","RowKey":"abc"}'), 'ab');
+  assert.equal(partitionInBody('not json'), undefined);
+});
+
+test('a batch is one partition, and each of its sub-requests one entity written', () => {
+  const body = [
+    '--batch_1',
+    'Content-Type: multipart/mixed; boundary=changeset_1',
+    '',
+    '--changeset_1',
+    'Content-Type: application/http',
+    '',
+    'POST http://127.0.0.1:1/devstoreaccount1/OrderIndex HTTP/1.1',
+    'Content-Type: application/json',
+    '',
+    '{"PartitionKey":"state:Pending","RowKey":"t:1:o"}',
+    '--changeset_1',
+    'Content-Type: application/http',
+    '',
+    "MERGE http://127.0.0.1:1/devstoreaccount1/OrderIndex(PartitionKey='state%3APending',RowKey='n%3A03') HTTP/1.1",
+    '',
+    '{"PartitionKey":"state:Pending","RowKey":"n:03","Count":1}',
+    '--changeset_1',
+    'Content-Type: application/http',
+    '',
+    "DELETE http://127.0.0.1:1/devstoreaccount1/OrderIndex(PartitionKey='state%3APending',RowKey='a%3A1%3Ao') HTTP/1.1",
+    '--changeset_1--',
+  ].join('\r\n');
+  assert.deepEqual(batchTarget(body), { table: 'OrderIndex', partition: 'state:Pending', entities: 3 });
+  assert.equal(batchTarget('--batch_1--'), undefined);
+});
+
+test('a query payload counts its entities per partition', () => {
+  const payload = JSON.stringify({
+    value: [
+      { PartitionKey: 'a', RowKey: '1' },
+      { PartitionKey: 'a', RowKey: '2' },
+      { PartitionKey: 'b', RowKey: '1' },
+      { RowKey: 'x' },
+    ],
+  });
+  assert.deepEqual(queryEntitiesByPartition(payload), {
+    total: 4,
+    byPartition: { a: 2, b: 1, '(unnamed)': 1 },
+  });
+  assert.deepEqual(queryEntitiesByPartition('oops'), { total: 0, byPartition: {} });
+});
+
+test("transfer bytes are counted per entity, from each side's attach", () => {
+  const req = createRequire(__filename);
+  const frames = req('rhea/lib/frames.js') as {
+    attach(f: object): { described(): unknown };
+    transfer(f: object): { described(): unknown };
+    amqp_frame(channel: number, performative: unknown, payload?: Buffer): unknown;
+    write_frame(frame: unknown): Buffer;
+  };
+  const terminus = req('rhea/lib/terminus.js') as {
+    source(f: object): { described(): unknown };
+    target(f: object): { described(): unknown };
+  };
+  const attach = (channel: number, handle: number, role: boolean, source: string, target: string) =>
+    frames.write_frame(
+      frames.amqp_frame(
+        channel,
+        frames
+          .attach({
+            name: `link-${handle}`,
+            handle,
+            role,
+            source: terminus.source({ address: source }).described(),
+            target: terminus.target({ address: target }).described(),
+          })
+          .described(),
+      ),
+    );
+  const transfer = (channel: number, handle: number, bytes: number) =>
+    frames.write_frame(
+      frames.amqp_frame(
+        channel,
+        frames.transfer({ handle, delivery_id: 0 }).described(),
+        Buffer.alloc(bytes),
+      ),
+    );
+  const counts: Counts = {};
+  const out = new AmqpFrameCounter(counts, 'out.');
+  const inbound = new AmqpFrameCounter(counts, 'in.');
+  // The client sends to the scheduler queue on handle 0 and receives from agent-payment on handle 1.
+  out.push(attach(0, 0, false, 'sender-1', 'scheduler'));
+  out.push(attach(0, 1, true, 'agent-payment', 'receiver-1'));
+  // The broker answers with its own handles and the roles swapped.
+  inbound.push(attach(0, 7, true, 'sender-1', 'scheduler'));
+  inbound.push(attach(0, 8, false, 'agent-payment', 'receiver-1'));
+  const sent = transfer(0, 0, 100);
+  const delivered = transfer(0, 8, 40);
+  out.push(sent);
+  inbound.push(delivered);
+  inbound.push(transfer(0, 9, 10)); // a handle no attach named: counted in total only
+  assert.equal(counts['out.bytes.scheduler'], sent.length);
+  assert.equal(counts['in.bytes.agent-payment'], delivered.length);
+  assert.equal(counts['out.bytes.agent-payment'], undefined);
+  assert.equal(counts['in.transferBytes'], delivered.length + transfer(0, 9, 10).length);
 });
 
 test('the table proxy attributes entities to the partition they load', () => {
