@@ -5,7 +5,7 @@ import type { Counts } from './stats.js';
 /** rhea's frame decoder (a devDependency, untyped): only attach and transfer are read. */
 interface DecodedFrame {
   channel: number;
-  performative?: { handle?: number; role?: boolean; source?: Terminus; target?: Terminus };
+  performative?: { name?: string; handle?: number; role?: boolean; source?: Terminus; target?: Terminus };
 }
 type Terminus = { value?: unknown } | null | undefined;
 const rheaFrames = createRequire(__filename)('rhea/lib/frames.js') as {
@@ -62,6 +62,12 @@ export class AmqpFrameCounter {
     private readonly counts: Counts,
     private readonly prefix: string,
     private readonly side: 'client' | 'broker' = prefix.startsWith('in') ? 'broker' : 'client',
+    /**
+     * Link name -> entity, shared by the two directions of a connection: the broker's attach
+     * names the link as the client did, and its own termini are not always readable (the
+     * emulator echoes the client's terminus object, which does not decode as one).
+     */
+    private readonly linkNames: Map<string, string> = new Map(),
   ) {}
 
   push(chunk: Buffer): void {
@@ -125,8 +131,11 @@ export class AmqpFrameCounter {
     if (!f || !p || p.handle === undefined) return;
     // role true = receiver. A client's receiver reads its source; a broker's receiver, its target.
     const receiver = p.role === true;
-    const entity = addressOf((this.side === 'client') === receiver ? p.source : p.target);
-    if (entity) this.links.set(`${f.channel}:${p.handle}`, entity);
+    const own = addressOf((this.side === 'client') === receiver ? p.source : p.target);
+    const entity = (p.name !== undefined ? this.linkNames.get(p.name) : undefined) ?? own;
+    if (!entity) return;
+    if (p.name !== undefined && own) this.linkNames.set(p.name, own);
+    this.links.set(`${f.channel}:${p.handle}`, entity);
   }
 
   private linkOf(frame: Buffer): string | undefined {
@@ -162,8 +171,9 @@ export async function startAmqpProxy(): Promise<AmqpProxy> {
     void upstreamSet.then(() => {
       const broker = connect(upstream!.port, upstream!.host);
       sockets.add(broker);
-      const outbound = new AmqpFrameCounter(counts, 'out.');
-      const inbound = new AmqpFrameCounter(counts, 'in.');
+      const linkNames = new Map<string, string>();
+      const outbound = new AmqpFrameCounter(counts, 'out.', 'client', linkNames);
+      const inbound = new AmqpFrameCounter(counts, 'in.', 'broker', linkNames);
       client.on('data', (d: Buffer) => {
         outbound.push(d);
         broker.write(d);

@@ -186,13 +186,20 @@ test("transfer bytes are counted per entity, from each side's attach", () => {
     source(f: object): { described(): unknown };
     target(f: object): { described(): unknown };
   };
-  const attach = (channel: number, handle: number, role: boolean, source: string, target: string) =>
+  const attach = (
+    channel: number,
+    handle: number,
+    role: boolean,
+    source: string,
+    target: string,
+    name: string,
+  ) =>
     frames.write_frame(
       frames.amqp_frame(
         channel,
         frames
           .attach({
-            name: `link-${handle}`,
+            name,
             handle,
             role,
             source: terminus.source({ address: source }).described(),
@@ -210,14 +217,16 @@ test("transfer bytes are counted per entity, from each side's attach", () => {
       ),
     );
   const counts: Counts = {};
-  const out = new AmqpFrameCounter(counts, 'out.');
-  const inbound = new AmqpFrameCounter(counts, 'in.');
+  const names = new Map<string, string>();
+  const out = new AmqpFrameCounter(counts, 'out.', 'client', names);
+  const inbound = new AmqpFrameCounter(counts, 'in.', 'broker', names);
   // The client sends to the scheduler queue on handle 0 and receives from agent-payment on handle 1.
-  out.push(attach(0, 0, false, 'sender-1', 'scheduler'));
-  out.push(attach(0, 1, true, 'agent-payment', 'receiver-1'));
-  // The broker answers with its own handles and the roles swapped.
-  inbound.push(attach(0, 7, true, 'sender-1', 'scheduler'));
-  inbound.push(attach(0, 8, false, 'agent-payment', 'receiver-1'));
+  out.push(attach(0, 0, false, 'sender-1', 'scheduler', 'send-link'));
+  out.push(attach(0, 1, true, 'agent-payment', 'receiver-1', 'recv-link'));
+  // The broker answers with its own handles and the roles swapped; the link name says which link
+  // it is even when its termini carry no address (as the emulator's do).
+  inbound.push(attach(0, 7, true, 'sender-1', 'scheduler', 'send-link'));
+  inbound.push(attach(0, 8, false, '', '', 'recv-link'));
   const sent = transfer(0, 0, 100);
   const delivered = transfer(0, 8, 40);
   out.push(sent);
