@@ -4,7 +4,7 @@ import type { LogSink } from './logger.js';
 import type { RpcTypedData } from './rpc.js';
 import {
   closeWithin,
-  createServiceBusClient,
+  openTriggerReceiver,
   deliveryCountOf,
   describeEntity,
   toTriggerData,
@@ -141,20 +141,11 @@ export class ServiceBusBatchTrigger {
   }
 
   private async connect(): Promise<void> {
-    const { entity } = this.config;
-    const client = await createServiceBusClient(this.config.connection);
-    const options = {
-      receiveMode: 'peekLock' as const,
-      skipParsingBodyAsJson: true,
-      // The SDK would renew received messages' locks until settled, so an unsettled batch
-      // (autoCompleteMessages false) would be held for minutes; renewal is done per invocation instead.
-      maxAutoLockRenewalDurationInMs: 0,
-    };
+    // The SDK would renew received messages' locks until settled, so an unsettled batch
+    // (autoCompleteMessages false) would be held for minutes; renewal is done per invocation instead.
+    const { client, receiver } = await openTriggerReceiver(this.config, 0);
     this.client = client;
-    this.receiver =
-      'queueName' in entity
-        ? client.createReceiver(entity.queueName, options)
-        : client.createReceiver(entity.topicName, entity.subscriptionName, options);
+    this.receiver = receiver;
   }
 
   private async run(): Promise<void> {

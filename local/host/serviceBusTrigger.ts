@@ -84,6 +84,28 @@ export async function createServiceBusClient(connection: string): Promise<Servic
 }
 
 /** The message body as the host hands it to a Node function: text (the library parses JSON), or bytes. */
+/**
+ * The trigger's client and peek-lock receiver on its queue or subscription. The host hands the
+ * raw body to the worker (the library decides about JSON).
+ */
+export async function openTriggerReceiver(
+  config: ServiceBusTriggerConfig,
+  maxAutoLockRenewalDurationInMs: number,
+): Promise<{ client: ServiceBusClient; receiver: ServiceBusReceiver }> {
+  const { entity } = config;
+  const client = await createServiceBusClient(config.connection);
+  const options = {
+    receiveMode: 'peekLock' as const,
+    skipParsingBodyAsJson: true,
+    maxAutoLockRenewalDurationInMs,
+  };
+  const receiver =
+    'queueName' in entity
+      ? client.createReceiver(entity.queueName, options)
+      : client.createReceiver(entity.topicName, entity.subscriptionName, options);
+  return { client, receiver };
+}
+
 export function toTriggerData(message: ServiceBusReceivedMessage, binary: boolean): RpcTypedData {
   const body: unknown = message.body;
   if (binary) {
@@ -191,18 +213,10 @@ export class ServiceBusTrigger {
   }
 
   private async connect(): Promise<void> {
-    const { entity } = this.config;
-    const client = await createServiceBusClient(this.config.connection);
-    const options = {
-      receiveMode: 'peekLock' as const,
-      // The host hands the raw body to the worker; the library decides about JSON.
-      skipParsingBodyAsJson: true,
-      maxAutoLockRenewalDurationInMs: this.config.maxAutoLockRenewalDurationMs,
-    };
-    const receiver =
-      'queueName' in entity
-        ? client.createReceiver(entity.queueName, options)
-        : client.createReceiver(entity.topicName, entity.subscriptionName, options);
+    const { client, receiver } = await openTriggerReceiver(
+      this.config,
+      this.config.maxAutoLockRenewalDurationMs,
+    );
     this.client = client;
     this.receiver = receiver;
     this.subscription = receiver.subscribe(
@@ -213,7 +227,7 @@ export class ServiceBusTrigger {
             level: 'warning',
             category: 'host',
             functionName: this.name,
-            message: `Service Bus receiver for ${describeEntity(entity)} (${args.errorSource}): ${args.error.message}`,
+            message: `Service Bus receiver for ${describeEntity(this.config.entity)} (${args.errorSource}): ${args.error.message}`,
           });
           // A receive-side error can leave the SDK's subscription dead (e.g. the broker went away
           // and came back). The Azure host re-creates its listeners; so do we.
