@@ -381,7 +381,7 @@ export class StateStore {
     if (!entered) return;
     try {
       await this.stateIndex.leave(listed);
-      if (await this.confirms(listed)) await this.stateIndex.enter(listed);
+      await this.enterIfConfirmed(listed);
     } catch {
       // the repair pass removes an unconfirmed group
     }
@@ -394,10 +394,22 @@ export class StateStore {
    */
   private async keepListed(listed: IndexedOrder): Promise<void> {
     try {
-      if (await this.confirms(listed)) await this.stateIndex.enter(listed);
+      await this.enterIfConfirmed(listed);
     } catch {
       // the full reconcile pass re-enters a missing group
     }
+  }
+
+  /**
+   * Enters a group the state row confirms, then checks again: a third writer may have moved the
+   * order on and left the group between the check and the entry. Its leave follows its commit, so
+   * either it removes what this call entered or the second check sees its commit and this call
+   * removes it: no group outlives its state once every writer has finished.
+   */
+  private async enterIfConfirmed(listed: IndexedOrder): Promise<void> {
+    if (!(await this.confirms(listed))) return;
+    const entered = await this.stateIndex.enter(listed);
+    if (entered && !(await this.confirms(listed))) await this.stateIndex.leave(listed);
   }
 
   /** Whether the order's state row names this group (its state and StateSince). */

@@ -133,3 +133,82 @@ test('six concurrent submissions of one order: one creates it, the counts and gr
   assert.deepEqual(index.unconfirmed, [], 'no group the state rows do not confirm');
   assert.deepEqual(index.counts, expected, 'one group per order');
 });
+
+/** Two handles on the same tables: two hosts writing one order. */
+async function twoHosts(): Promise<[StateStore, StateStore]> {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
+  const open = (): Promise<StateStore> =>
+    StateStore.open(
+      { kind: 'connectionString', connectionString: azurite.connectionString },
+      {
+        ordersTable: `Orders${suffix}`,
+        inFlightTable: `InFlight${suffix}`,
+        stateIndexTable: `OrderIndex${suffix}`,
+      },
+    );
+  return [await open(), await open()];
+}
+
+/** A gate the test opens: `reached` resolves when the writer arrives, `open()` lets it through. */
+function gate(): { wait: () => Promise<void>; reached: Promise<void>; open: () => void } {
+  let arrived!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((r) => (arrived = r));
+  const released = new Promise<void>((r) => (release = r));
+  return {
+    reached,
+    open: () => release(),
+    wait: () => {
+      arrived();
+      return released;
+    },
+  };
+}
+
+test('a loser that takes its group back, then sees it confirmed, does not re-enter it after the order moved on', async () => {
+  // Three writers of one order: A and B decide the same transition at one instant (one group, A
+  // creates it), B wins; A's take-back reads the state row (confirmed: B's), and before A enters
+  // the group again, D moves the order on and leaves that group. The Table calls are real (Azurite);
+  // only A's order-table client is wrapped with gates to force this interleaving.
+  const [hostA, hostB] = await twoHosts();
+  const stored = await submitNew(hostB, at(0));
+  const orderId = stored.state.orderId;
+  const claim = { type: 'Claim', by: 'scheduler' } as const;
+  const [curA, curB] = [(await hostA.load(orderId))!, (await hostB.load(orderId))!];
+
+  const beforeTransaction = gate();
+  const afterConfirmRead = gate();
+  const orders = hostA.orders;
+  const submitTransaction = orders.submitTransaction.bind(orders);
+  const getEntity = orders.getEntity.bind(orders);
+  let lost = false;
+  orders.submitTransaction = (async (...args: Parameters<typeof submitTransaction>) => {
+    await beforeTransaction.wait();
+    try {
+      return await submitTransaction(...args);
+    } catch (e) {
+      lost = true;
+      throw e;
+    }
+  }) as typeof orders.submitTransaction;
+  orders.getEntity = (async (...args: Parameters<typeof getEntity>) => {
+    const row = await getEntity(...args);
+    if (lost && args[1] === 'state') await afterConfirmRead.wait();
+    return row;
+  }) as typeof orders.getEntity;
+
+  const a = step(hostA, curA, claim, at(5)); // enters the Processing group, then waits
+  await beforeTransaction.reached;
+  const b = await step(hostB, curB, claim, at(5)); // the same group (there already); commits
+  beforeTransaction.open();
+  await afterConfirmRead.reached; // A lost, took the group back and read B's confirming row
+  const moved = await step(hostB, b, { type: 'OperatorCancel', by: 'op' }, at(6));
+  assert.notEqual(moved.state.processState, 'Processing', 'the order left Processing');
+  afterConfirmRead.open();
+  await assert.rejects(a, /ConcurrencyConflict|conflict/i);
+
+  const expected = await truth(hostB, [orderId]);
+  const index = await groups(hostB);
+  assert.deepEqual(index.unconfirmed, [], 'no group the state row does not confirm');
+  assert.deepEqual(await hostB.countsPerState(), expected, 'the counts are the truth');
+});
