@@ -85,7 +85,7 @@ export function FilterFields({
       />
     </div>
     <div class="field">
-      <label for="field-from">Created from</label>
+      <label for="field-from">Entered its state from</label>
       <input
         id="field-from"
         name="from"
@@ -95,7 +95,7 @@ export function FilterFields({
       />
     </div>
     <div class="field">
-      <label for="field-to">Created to</label>
+      <label for="field-to">Entered its state by</label>
       <input id="field-to" name="to" type="datetime-local" value=${filter.to ?? ''} onInput=${set('to')} />
     </div>
   </div>`;
