@@ -30,6 +30,7 @@ import { parseInvocation, within, type Invocation } from './invocations.js';
 import { parseLimitTable } from './limits.js';
 import { parsePriceTable } from './pricing.js';
 import { formatTable } from './stats.js';
+import { defaultIndexPartitions } from '../shared/stateStore/indexLayout.js';
 
 /**
  * `npm run bench:capacity [-- --quick] [deployment flags]`: what each kind of order does to every
@@ -66,7 +67,7 @@ args.forEach((a, i) => {
 const runs = quick
   ? { success: 8, retried: 2, compensated: 3, idleMs: 5_000 }
   : { success: 40, retried: 5, compensated: 10, idleMs: 20_000 };
-const settings = {
+const settings: Record<string, string> = {
   STEP_TIMEOUT_SECONDS: '3',
   SUPERVISOR_SCHEDULE: '*/1 * * * * *',
   FAILURE_SOFT_THRESHOLD: '3',
@@ -206,6 +207,8 @@ interface Measured {
   windows: Array<Pick<OrderWindow, 'kind' | 'orderId' | 'seconds'>>;
   idle: Record<string, number>;
   shared: string[];
+  /** The app settings the orders ran with (ORDER_INDEX_PARTITIONS among them). */
+  settings?: Record<string, string>;
 }
 
 /** Runs the orders one at a time on the local stack and returns each kind's load per order. */
@@ -236,7 +239,7 @@ async function measure(serviceBusConfig: string): Promise<Measured> {
   } finally {
     await bench.stop();
   }
-  const shared = sharedPartitions(windows);
+  const shared = sharedPartitions(windows, layout.spreadTables);
   const loads = (['success', 'retried', 'compensated'] as const).map((k) =>
     orderLoad(
       k,
@@ -251,6 +254,7 @@ async function measure(serviceBusConfig: string): Promise<Measured> {
     windows: windows.map((w) => ({ kind: w.kind, orderId: w.orderId, seconds: w.seconds })),
     idle,
     shared: [...shared].sort(),
+    settings,
   };
 }
 
@@ -294,7 +298,11 @@ async function main(): Promise<void> {
     messagingUnits: tier === 'Premium' ? num('mu', 1) : 0,
     serviceBusNamespaces: num('namespaces', 1),
     storageAccounts: num('accounts', 1),
-    indexPartitionsPerState: num('partitions', observedPartitions),
+    // The layout the orders ran with, not the partition names a few orders happened to touch.
+    indexPartitionsPerState: num(
+      'partitions',
+      Number(measured.settings?.ORDER_INDEX_PARTITIONS ?? settings.ORDER_INDEX_PARTITIONS ?? defaultIndexPartitions),
+    ),
     maxInstances: num('instances', limits.value('flexMaximumInstanceCountDefault')),
     perInstanceConcurrency: num('concurrency', 16),
     instanceMemoryMB: num('memory', 512),
