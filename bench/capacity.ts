@@ -301,7 +301,11 @@ async function main(): Promise<void> {
     // The layout the orders ran with, not the partition names a few orders happened to touch.
     indexPartitionsPerState: num(
       'partitions',
-      Number(measured.settings?.ORDER_INDEX_PARTITIONS ?? settings.ORDER_INDEX_PARTITIONS ?? defaultIndexPartitions),
+      Number(
+        measured.settings?.ORDER_INDEX_PARTITIONS ??
+          settings.ORDER_INDEX_PARTITIONS ??
+          defaultIndexPartitions,
+      ),
     ),
     maxInstances: num('instances', limits.value('flexMaximumInstanceCountDefault')),
     perInstanceConcurrency: num('concurrency', 16),

@@ -99,7 +99,9 @@ export function sharedPartitions(
   const families = new Map<string, number>();
   const familyKey = (p: string) => {
     const slash = p.indexOf('/');
-    return spreadTables.includes(p.slice(0, slash)) ? `${p.slice(0, slash)}/${familyOf(p.slice(slash + 1))}` : undefined;
+    return spreadTables.includes(p.slice(0, slash))
+      ? `${p.slice(0, slash)}/${familyOf(p.slice(slash + 1))}`
+      : undefined;
   };
   for (const w of windows) {
     const touched = partitionsTouched(w);
@@ -108,9 +110,7 @@ export function sharedPartitions(
       families.set(f, (families.get(f) ?? 0) + 1);
   }
   return new Set(
-    [...seen]
-      .filter(([p, n]) => n > 1 || (families.get(familyKey(p) ?? '') ?? 0) > 1)
-      .map(([p]) => p),
+    [...seen].filter(([p, n]) => n > 1 || (families.get(familyKey(p) ?? '') ?? 0) > 1).map(([p]) => p),
   );
 }
 

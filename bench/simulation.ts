@@ -84,28 +84,24 @@ const runs: SimRun[] = [
     k: Infinity,
     serviceBusCredits: false,
   },
-  ...[1, 2, 4].map(
-    (hosts): SimRun => ({
-      name: `default-${hosts}h`,
-      part: 'a',
-      hosts,
-      partitions: defaultIndexPartitions,
-      accounts,
-      k: kStandard,
-      serviceBusCredits: true,
-    }),
-  ),
-  ...[1, 2].map(
-    (partitions): SimRun => ({
-      name: `partitions-${partitions}`,
-      part: 'b',
-      hosts: 2,
-      partitions,
-      accounts,
-      k: kTables,
-      serviceBusCredits: false,
-    }),
-  ),
+  ...[1, 2, 4].map((hosts): SimRun => ({
+    name: `default-${hosts}h`,
+    part: 'a',
+    hosts,
+    partitions: defaultIndexPartitions,
+    accounts,
+    k: kStandard,
+    serviceBusCredits: true,
+  })),
+  ...[1, 2].map((partitions): SimRun => ({
+    name: `partitions-${partitions}`,
+    part: 'b',
+    hosts: 2,
+    partitions,
+    accounts,
+    k: kTables,
+    serviceBusCredits: false,
+  })),
 ];
 const only = flag('only')?.split(',');
 const clients = Number(flag('clients') ?? 16);
@@ -164,7 +160,8 @@ function busiest(
     if (m) per.set(m[1], (per.get(m[1]) ?? 0) + v - (before[k] ?? 0));
   }
   let best = { key: '-', entitiesPerSecond: 0 };
-  for (const [key, n] of per) if (n / seconds > best.entitiesPerSecond) best = { key, entitiesPerSecond: n / seconds };
+  for (const [key, n] of per)
+    if (n / seconds > best.entitiesPerSecond) best = { key, entitiesPerSecond: n / seconds };
   return best;
 }
 
@@ -186,7 +183,10 @@ async function simulate(
     instanceMemoryMB: 512,
   };
   const cs = enforced
-    ? enforcedCeilings(load, deployment, scaled, layout, { tables: true, serviceBusCredits: run.serviceBusCredits })
+    ? enforcedCeilings(load, deployment, scaled, layout, {
+        tables: true,
+        serviceBusCredits: run.serviceBusCredits,
+      })
     : [];
   const b = cs.length > 0 ? binding(cs) : undefined;
   const tableThrottle = enforced
@@ -326,7 +326,9 @@ async function main(): Promise<void> {
   );
   const results: RunResult[] = [];
   for (const run of runs.filter((r) => !only || only.includes(r.name))) {
-    log(`\n-- ${run.name}: ${run.hosts} host(s), P=${run.partitions}, k=${run.k}, SB credits ${run.serviceBusCredits ? 'enforced' : 'not enforced'}`);
+    log(
+      `\n-- ${run.name}: ${run.hosts} host(s), P=${run.partitions}, k=${run.k}, SB credits ${run.serviceBusCredits ? 'enforced' : 'not enforced'}`,
+    );
     const r = await simulate(run, load, limits);
     results.push(r);
     log(
@@ -342,7 +344,21 @@ async function main(): Promise<void> {
   log('\n== Model against measurement (limits / k, enforced at the servers) ==');
   log(
     formatTable(
-      ['run', 'hosts', 'P', 'k', 'binding (model)', 'model orders/s', 'measured', 'error', 'p50 ms', 'throttled', 'orders', 'lost/Error/dup', 'violations'],
+      [
+        'run',
+        'hosts',
+        'P',
+        'k',
+        'binding (model)',
+        'model orders/s',
+        'measured',
+        'error',
+        'p50 ms',
+        'throttled',
+        'orders',
+        'lost/Error/dup',
+        'violations',
+      ],
       results.map((r) => {
         const c = r.predicted === null ? undefined : compare(r.predicted, r.measured);
         return [
@@ -377,7 +393,21 @@ async function main(): Promise<void> {
   const file = join(dir, 'simulation.json');
   writeFileSync(
     file,
-    JSON.stringify({ date: started.toISOString(), mode: quick ? 'quick' : 'full', loadsFrom: from, loadsMeasured: measured.date, clients, warmupMs, measureMs, settings, results }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        date: started.toISOString(),
+        mode: quick ? 'quick' : 'full',
+        loadsFrom: from,
+        loadsMeasured: measured.date,
+        clients,
+        warmupMs,
+        measureMs,
+        settings,
+        results,
+      },
+      null,
+      2,
+    ) + '\n',
   );
   log(`\nJSON: ${file}  (total ${Math.round((Date.now() - started.getTime()) / 1000)} s)`);
   process.exitCode = violations > 0 ? 1 : 0;

@@ -94,7 +94,13 @@ export class TableThrottle {
             code: 'OperationTimedOut',
             message: 'Operation could not be completed within the specified time.',
           }
-        : { scope: 'partition', key: charge.key, status: 503, code: 'ServerBusy', message: 'The server is busy.' };
+        : {
+            scope: 'partition',
+            key: charge.key,
+            status: 503,
+            code: 'ServerBusy',
+            message: 'The server is busy.',
+          };
     }
     this.account.tryTake('account', 1);
     if (charge) this.partitions.tryTake(charge.key, charge.entities);
