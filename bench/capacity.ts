@@ -7,6 +7,7 @@ import {
   binding,
   ceilings,
   familyOf,
+  spreadFamily,
   mixLoads,
   monthlyCost,
   ordersPerMonth,
@@ -77,7 +78,7 @@ const settings: Record<string, string> = {
   ...appSettings,
 };
 /** The tables whose partitions the index partition setting (and the account count) spread. */
-const layout: Layout = { spreadTables: ['OrderIndex'] };
+const layout: Layout = { spreadTables: ['OrderIndex'], fixedSpread: { InFlight: 256 } };
 const targets = [50, 500, 2000, 10000];
 const root = resolve(__dirname, '..', '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -239,7 +240,7 @@ async function measure(serviceBusConfig: string): Promise<Measured> {
   } finally {
     await bench.stop();
   }
-  const shared = sharedPartitions(windows, layout.spreadTables);
+  const shared = sharedPartitions(windows, layout);
   const loads = (['success', 'retried', 'compensated'] as const).map((k) =>
     orderLoad(
       k,
@@ -333,6 +334,44 @@ async function main(): Promise<void> {
     const kb = binding(ceilings(kind, deployment, limits, layout));
     log(`  ${kind.kind} orders alone: binding ${kb.resource.trim()} at ${fmt(kb.ordersPerSecond)} orders/s`);
   }
+
+  // What stays shared once the index and the in-flight rows are spread: each must stay under half
+  // its limit at the highest target, whatever is bought (DESIGN.md "Scale").
+  const top = targets[targets.length - 1];
+  const partitionLimit = limits.value('tablePartitionEntitiesPerSecond');
+  const unspread = mix.sharedPartitions.filter(
+    (p) => spreadFamily(layout, p.table, p.partition) === undefined,
+  );
+  const clockDriven = Object.entries(idle)
+    .map(([k, v]) => [/^table\.part\.(.+)\.requests$/.exec(k)?.[1], v] as const)
+    .filter((e): e is readonly [string, number] => e[0] !== undefined);
+  log(
+    `\n== Shared beyond the spread tables, at ${fmt(top)} orders/s (half of a partition's target: ${fmt(partitionLimit / 2)} entities/s) ==`,
+  );
+  log(
+    formatTable(
+      ['partition', 'per order', 'at the target /s', 'share of limit'],
+      [
+        ...unspread.map((p) => {
+          const perSecond = partitionOperations(p) * top;
+          return [
+            `${p.table}/${p.partition}`,
+            fmt(partitionOperations(p), 3),
+            fmt(perSecond),
+            `${fmt((perSecond / partitionLimit) * 100)} %`,
+          ];
+        }),
+        ...clockDriven.map(([name, perSecond]) => [
+          `${name} (on a clock, per Supervisor)`,
+          '-',
+          `${perSecond.toFixed(2)} requests`,
+          'not per order',
+        ]),
+      ],
+    ),
+  );
+  if (unspread.length === 0)
+    log('  no partition outside the spread tables was touched by more than one order');
 
   // What to deploy for each peak.
   log(

@@ -1,5 +1,11 @@
 import { type BenchStack, sleep, submitOrder } from './benchStack.js';
-import { familyOf, type EntityLoad, type OrderLoad, type PartitionLoad } from './capacityModel.js';
+import {
+  spreadFamily,
+  type EntityLoad,
+  type Layout,
+  type OrderLoad,
+  type PartitionLoad,
+} from './capacityModel.js';
 import { scenarios, settle, type ScenarioName } from './cost.js';
 import type { Invocation } from './invocations.js';
 import { diffCounts, percentile, type Counts } from './stats.js';
@@ -93,15 +99,13 @@ export function partitionsTouched(w: Pick<OrderWindow, 'counts'>): Set<string> {
  */
 export function sharedPartitions(
   windows: readonly Pick<OrderWindow, 'counts'>[],
-  spreadTables: readonly string[] = [],
+  layout: Layout = { spreadTables: [] },
 ): Set<string> {
   const seen = new Map<string, number>();
   const families = new Map<string, number>();
   const familyKey = (p: string) => {
     const slash = p.indexOf('/');
-    return spreadTables.includes(p.slice(0, slash))
-      ? `${p.slice(0, slash)}/${familyOf(p.slice(slash + 1))}`
-      : undefined;
+    return spreadFamily(layout, p.slice(0, slash), p.slice(slash + 1));
   };
   for (const w of windows) {
     const touched = partitionsTouched(w);

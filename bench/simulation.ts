@@ -43,7 +43,7 @@ const flag = (name: string): string | undefined => {
 const quick = args.includes('--quick');
 const root = resolve(__dirname, '..', '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const layout: Layout = { spreadTables: ['OrderIndex'] };
+const layout: Layout = { spreadTables: ['OrderIndex'], fixedSpread: { InFlight: 256 } };
 
 /** Step timeouts long enough that waiting on a throttle is waiting, as in Azure (60 s default). */
 const settings: Record<string, string> = {
