@@ -104,7 +104,7 @@ const runs: SimRun[] = [
   })),
 ];
 const only = flag('only')?.split(',');
-const clients = Number(flag('clients') ?? 16);
+const clients = Number(flag('clients') ?? 48);
 const warmupMs = quick ? 6_000 : 10_000;
 const measureMs = quick ? 15_000 : 30_000;
 
