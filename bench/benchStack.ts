@@ -5,6 +5,8 @@ import { connectionStringFor } from '../emulators/servicebus/index.js';
 import { startAmqpProxy, type AmqpProxy } from './amqpProxy.js';
 import { startTableProxy, type TableProxy } from './tableProxy.js';
 import type { Counts } from './stats.js';
+import type { NamespaceCredits } from './serviceBusCredits.js';
+import type { TableThrottle } from './tableThrottle.js';
 
 /**
  * The local stack with counting proxies between the app and its servers: the functions host (a
@@ -13,7 +15,7 @@ import type { Counts } from './stats.js';
  * are not counted as app cost.
  */
 export const statusFeed = { topic: 'order-status', subscription: 'all' } as const;
-const statusFeedPath = `${statusFeed.topic}/Subscriptions/${statusFeed.subscription}`.toLowerCase();
+export const statusFeedPath = `${statusFeed.topic}/Subscriptions/${statusFeed.subscription}`.toLowerCase();
 export const terminalStates = new Set(['Processed', 'Compensated', 'Error']);
 
 export interface BenchStack {
@@ -37,11 +39,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** What the throttled simulation enforces (bench/simulation.ts); the other benches only count. */
+export interface BenchLimits {
+  tableThrottle?: TableThrottle;
+  serviceBusCredits?: NamespaceCredits;
+}
+
 export async function startBenchStack(
   settings: Record<string, string>,
   log?: (line: string) => void,
+  limits: BenchLimits = {},
 ): Promise<BenchStack> {
-  const tableProxy = await startTableProxy();
+  const tableProxy = await startTableProxy({ throttle: limits.tableThrottle });
   const amqpProxy = await startAmqpProxy();
   // Fixed ports so the proxies know their upstreams before the host starts connecting.
   const [tablePort, busPort] = [await freePort(), await freePort()];
@@ -65,12 +74,14 @@ export async function startBenchStack(
       shipping: 0,
     },
     settings: { ...settings, StateStoreConnection: countedTables, ServiceBusConnection: countedServiceBus },
+    serviceBusRefuseSend: limits.serviceBusCredits?.refuseSend,
     log: (line) => {
       recent.push(line);
       if (recent.length > 200) recent.shift();
       log?.(line);
     },
   });
+  limits.serviceBusCredits?.attach(() => stack.serviceBus.counters());
   const status = await StatusFeed.start(stack.serviceBus.connectionString);
   const counters = (): Counts => {
     const out: Counts = {};

@@ -7,6 +7,7 @@ import {
   binding,
   ceilings,
   familyOf,
+  spreadFamily,
   mixLoads,
   monthlyCost,
   ordersPerMonth,
@@ -30,6 +31,7 @@ import { parseInvocation, within, type Invocation } from './invocations.js';
 import { parseLimitTable } from './limits.js';
 import { parsePriceTable } from './pricing.js';
 import { formatTable } from './stats.js';
+import { defaultIndexPartitions } from '../shared/stateStore/indexLayout.js';
 
 /**
  * `npm run bench:capacity [-- --quick] [deployment flags]`: what each kind of order does to every
@@ -66,7 +68,7 @@ args.forEach((a, i) => {
 const runs = quick
   ? { success: 8, retried: 2, compensated: 3, idleMs: 5_000 }
   : { success: 40, retried: 5, compensated: 10, idleMs: 20_000 };
-const settings = {
+const settings: Record<string, string> = {
   STEP_TIMEOUT_SECONDS: '3',
   SUPERVISOR_SCHEDULE: '*/1 * * * * *',
   FAILURE_SOFT_THRESHOLD: '3',
@@ -76,7 +78,7 @@ const settings = {
   ...appSettings,
 };
 /** The tables whose partitions the index partition setting (and the account count) spread. */
-const layout: Layout = { spreadTables: ['OrderIndex'] };
+const layout: Layout = { spreadTables: ['OrderIndex'], fixedSpread: { InFlight: 256 } };
 const targets = [50, 500, 2000, 10000];
 const root = resolve(__dirname, '..', '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -206,6 +208,8 @@ interface Measured {
   windows: Array<Pick<OrderWindow, 'kind' | 'orderId' | 'seconds'>>;
   idle: Record<string, number>;
   shared: string[];
+  /** The app settings the orders ran with (ORDER_INDEX_PARTITIONS among them). */
+  settings?: Record<string, string>;
 }
 
 /** Runs the orders one at a time on the local stack and returns each kind's load per order. */
@@ -236,7 +240,7 @@ async function measure(serviceBusConfig: string): Promise<Measured> {
   } finally {
     await bench.stop();
   }
-  const shared = sharedPartitions(windows);
+  const shared = sharedPartitions(windows, layout);
   const loads = (['success', 'retried', 'compensated'] as const).map((k) =>
     orderLoad(
       k,
@@ -251,6 +255,7 @@ async function measure(serviceBusConfig: string): Promise<Measured> {
     windows: windows.map((w) => ({ kind: w.kind, orderId: w.orderId, seconds: w.seconds })),
     idle,
     shared: [...shared].sort(),
+    settings,
   };
 }
 
@@ -294,7 +299,15 @@ async function main(): Promise<void> {
     messagingUnits: tier === 'Premium' ? num('mu', 1) : 0,
     serviceBusNamespaces: num('namespaces', 1),
     storageAccounts: num('accounts', 1),
-    indexPartitionsPerState: num('partitions', observedPartitions),
+    // The layout the orders ran with, not the partition names a few orders happened to touch.
+    indexPartitionsPerState: num(
+      'partitions',
+      Number(
+        measured.settings?.ORDER_INDEX_PARTITIONS ??
+          settings.ORDER_INDEX_PARTITIONS ??
+          defaultIndexPartitions,
+      ),
+    ),
     maxInstances: num('instances', limits.value('flexMaximumInstanceCountDefault')),
     perInstanceConcurrency: num('concurrency', 16),
     instanceMemoryMB: num('memory', 512),
@@ -321,6 +334,44 @@ async function main(): Promise<void> {
     const kb = binding(ceilings(kind, deployment, limits, layout));
     log(`  ${kind.kind} orders alone: binding ${kb.resource.trim()} at ${fmt(kb.ordersPerSecond)} orders/s`);
   }
+
+  // What stays shared once the index and the in-flight rows are spread: each must stay under half
+  // its limit at the highest target, whatever is bought (DESIGN.md "Scale").
+  const top = targets[targets.length - 1];
+  const partitionLimit = limits.value('tablePartitionEntitiesPerSecond');
+  const unspread = mix.sharedPartitions.filter(
+    (p) => spreadFamily(layout, p.table, p.partition) === undefined,
+  );
+  const clockDriven = Object.entries(idle)
+    .map(([k, v]) => [/^table\.part\.(.+)\.requests$/.exec(k)?.[1], v] as const)
+    .filter((e): e is readonly [string, number] => e[0] !== undefined);
+  log(
+    `\n== Shared beyond the spread tables, at ${fmt(top)} orders/s (half of a partition's target: ${fmt(partitionLimit / 2)} entities/s) ==`,
+  );
+  log(
+    formatTable(
+      ['partition', 'per order', 'at the target /s', 'share of limit'],
+      [
+        ...unspread.map((p) => {
+          const perSecond = partitionOperations(p) * top;
+          return [
+            `${p.table}/${p.partition}`,
+            fmt(partitionOperations(p), 3),
+            fmt(perSecond),
+            `${fmt((perSecond / partitionLimit) * 100)} %`,
+          ];
+        }),
+        ...clockDriven.map(([name, perSecond]) => [
+          `${name} (on a clock, per Supervisor)`,
+          '-',
+          `${perSecond.toFixed(2)} requests`,
+          'not per order',
+        ]),
+      ],
+    ),
+  );
+  if (unspread.length === 0)
+    log('  no partition outside the spread tables was touched by more than one order');
 
   // What to deploy for each peak.
   log(

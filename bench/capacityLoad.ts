@@ -1,5 +1,11 @@
 import { type BenchStack, sleep, submitOrder } from './benchStack.js';
-import type { EntityLoad, OrderLoad, PartitionLoad } from './capacityModel.js';
+import {
+  spreadFamily,
+  type EntityLoad,
+  type Layout,
+  type OrderLoad,
+  type PartitionLoad,
+} from './capacityModel.js';
 import { scenarios, settle, type ScenarioName } from './cost.js';
 import type { Invocation } from './invocations.js';
 import { diffCounts, percentile, type Counts } from './stats.js';
@@ -86,11 +92,30 @@ export function partitionsTouched(w: Pick<OrderWindow, 'counts'>): Set<string> {
   return out;
 }
 
-/** Partitions touched by more than one order: the shared ones. */
-export function sharedPartitions(windows: readonly Pick<OrderWindow, 'counts'>[]): Set<string> {
+/**
+ * Partitions touched by more than one order: the shared ones. In a spread table a partition is
+ * shared when its family is (`state:Pending:#`): with 32 partitions per state a few orders touch
+ * each one once, yet every order goes through one of them.
+ */
+export function sharedPartitions(
+  windows: readonly Pick<OrderWindow, 'counts'>[],
+  layout: Layout = { spreadTables: [] },
+): Set<string> {
   const seen = new Map<string, number>();
-  for (const w of windows) for (const p of partitionsTouched(w)) seen.set(p, (seen.get(p) ?? 0) + 1);
-  return new Set([...seen].filter(([, n]) => n > 1).map(([p]) => p));
+  const families = new Map<string, number>();
+  const familyKey = (p: string) => {
+    const slash = p.indexOf('/');
+    return spreadFamily(layout, p.slice(0, slash), p.slice(slash + 1));
+  };
+  for (const w of windows) {
+    const touched = partitionsTouched(w);
+    for (const p of touched) seen.set(p, (seen.get(p) ?? 0) + 1);
+    for (const f of new Set([...touched].map(familyKey).filter((f) => f !== undefined)))
+      families.set(f, (families.get(f) ?? 0) + 1);
+  }
+  return new Set(
+    [...seen].filter(([p, n]) => n > 1 || (families.get(familyKey(p) ?? '') ?? 0) > 1).map(([p]) => p),
+  );
 }
 
 /** Topic name -> filter evaluations per message sent to it (rules over all its subscriptions). */

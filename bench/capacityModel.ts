@@ -63,6 +63,18 @@ export interface Deployment {
 export interface Layout {
   /** Tables whose partitions are spread per state by the index partition setting and by account. */
   spreadTables: readonly string[];
+  /**
+   * Tables spread by order id over a fixed number of partitions per account, whatever the
+   * settings (InFlight: the id's first two hex digits, 256). A few orders touch some of them
+   * twice by chance; the load divides over all of them.
+   */
+  fixedSpread?: Readonly<Record<string, number>>;
+}
+
+/** The family a partition's load is pooled in, or undefined when it is not spread. */
+export function spreadFamily(layout: Layout, table: string, partition: string): string | undefined {
+  if (layout.fixedSpread?.[table] !== undefined) return `${table}/*`;
+  return layout.spreadTables.includes(table) ? `${table}/${familyOf(partition)}` : undefined;
 }
 
 /** A family groups the partitions one setting spreads a load over: the shard number is dropped. */
@@ -182,8 +194,25 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
       note: `measured over ${f.names.size} partition name(s); spread assumed uniform by order id`,
     });
   }
+  const fixed = new Map<string, number>();
   for (const p of load.sharedPartitions) {
-    if (layout.spreadTables.includes(p.table)) continue;
+    if (layout.fixedSpread?.[p.table] === undefined) continue;
+    fixed.set(p.table, (fixed.get(p.table) ?? 0) + partitionOperations(p));
+  }
+  for (const [table, ops] of fixed) {
+    const n = (layout.fixedSpread?.[table] ?? 1) * d.storageAccounts;
+    out.push({
+      resource: `table partition ${table}/* (each of ${n})`,
+      perOrder: ops / n,
+      unit: 'entities',
+      limit: partitionLimit,
+      source: 'tablePartitionEntitiesPerSecond',
+      ordersPerSecond: ceilingOf(partitionLimit, ops / n),
+      note: 'spread by order id over a fixed count; the measured partitions pooled',
+    });
+  }
+  for (const p of load.sharedPartitions) {
+    if (layout.spreadTables.includes(p.table) || layout.fixedSpread?.[p.table] !== undefined) continue;
     const ops = partitionOperations(p);
     if (ops <= 0) continue;
     out.push({

@@ -2,6 +2,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { readPartition, writtenPartition } from './partitionLoad.js';
 import type { Counts } from './stats.js';
+import { partitionCharge, tableErrorResponse, type TableThrottle } from './tableThrottle.js';
 
 /**
  * A counting HTTP proxy in front of Azurite's table endpoint. Every HTTP request the table
@@ -186,7 +187,9 @@ function countPartitionRead(
   for (const [p, n] of Object.entries(byPartition)) bump(counts, partitionKey(table, p, 'read'), n);
 }
 
-export async function startTableProxy(): Promise<TableProxy> {
+/** `throttle`: enforce (scaled) Azure limits and answer as the Table service past them. */
+export async function startTableProxy(options: { throttle?: TableThrottle } = {}): Promise<TableProxy> {
+  const { throttle } = options;
   const counts: Counts = {};
   let upstream: URL | undefined;
   let ready!: () => void;
@@ -197,6 +200,18 @@ export async function startTableProxy(): Promise<TableProxy> {
       const body = await readAll(req);
       await upstreamSet;
       const { kind, table } = classifyTableRequest(req.method ?? 'GET', req.url ?? '/');
+      const charge = throttle
+        ? partitionCharge(req.method ?? 'GET', req.url ?? '/', kind, table, body)
+        : undefined;
+      const refusal = throttle && kind !== 'admin' ? throttle.admit(charge) : undefined;
+      if (refusal) {
+        bump(counts, `throttled.${refusal.scope}`);
+        bump(counts, `status.${refusal.status}`);
+        const answer = tableErrorResponse(refusal);
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+        return;
+      }
       if (kind !== 'admin') {
         bump(counts, 'transactions');
         bump(counts, kind);
@@ -241,6 +256,7 @@ export async function startTableProxy(): Promise<TableProxy> {
                 }
               }
               bump(counts, 'entitiesRead', n);
+              if (kind === 'query') throttle?.paidRead(charge, n);
               if (table) bump(counts, `${table}.entitiesRead`, n);
               if (read) bump(counts, `partition.${read.table}|${read.partitionKey}.read`, n);
               countPartitionRead(counts, req.url ?? '/', kind, table, payload);

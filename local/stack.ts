@@ -99,6 +99,8 @@ export interface StackOptions {
    * stop the stack on SIGINT/SIGTERM/SIGHUP itself.
    */
   ownProcessGroups?: boolean;
+  /** The emulator's throttling hook (the bench's scaled-down Service Bus credits). */
+  serviceBusRefuseSend?: (entity: string, messageId: string | undefined) => boolean;
 }
 
 export interface Stack {
@@ -164,6 +166,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       port: ports.serviceBus,
       dataDir: busDir,
       log: (line) => log(`[servicebus] ${line}`),
+      refuseSend: options.serviceBusRefuseSend,
     });
     started.push(() => serviceBus.stop());
 

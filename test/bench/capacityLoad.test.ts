@@ -38,6 +38,29 @@ test('a partition is shared when more than one order touched it', () => {
   assert.deepEqual([...sharedPartitions(ws)], ['OrderIndex/state:Pending']);
 });
 
+test('in a spread table a partition is shared when its family is, even if one order touched it', () => {
+  const ws = [
+    window('o1', {
+      'table.part.OrderIndex/state:Pending:3.requests': 2,
+      'table.part.InFlight/7a.requests': 1,
+      'table.part.Orders/o1.requests': 3,
+    }),
+    window('o2', {
+      'table.part.OrderIndex/state:Pending:17.requests': 2,
+      'table.part.InFlight/c4.requests': 1,
+      'table.part.Orders/o2.requests': 3,
+    }),
+  ];
+  const layout = { spreadTables: ['OrderIndex'], fixedSpread: { InFlight: 256 } };
+  assert.deepEqual([...sharedPartitions(ws, layout)].sort(), [
+    'InFlight/7a',
+    'InFlight/c4',
+    'OrderIndex/state:Pending:17',
+    'OrderIndex/state:Pending:3',
+  ]);
+  assert.deepEqual([...sharedPartitions(ws)], [], 'without the layout nothing is shared');
+});
+
 test('an order load is the mean over windows of the shared partitions, entities, bytes and executions', () => {
   const ws = [
     window(

@@ -250,3 +250,20 @@ test('the plan is the cheapest deployment that keeps every resource under the sh
   // Out of reach with these choices: none.
   assert.equal(planFor(1e7, success, limits, layout, prices, options), null);
 });
+
+test('a table spread over a fixed count pools its partitions and divides by the count and the accounts', () => {
+  const load: OrderLoad = {
+    ...success,
+    sharedPartitions: [
+      { table: 'InFlight', partition: '75', requests: 0.25, read: 0, written: 0.25 },
+      { table: 'InFlight', partition: 'a0', requests: 0.25, read: 0, written: 0.25 },
+    ],
+  };
+  const d: Deployment = { ...standard, storageAccounts: 2 };
+  const cs = ceilings(load, d, limits, { spreadTables: ['OrderIndex'], fixedSpread: { InFlight: 256 } });
+  const row = cs.find((c) => c.resource.startsWith('table partition InFlight'));
+  assert.ok(row, cs.map((c) => c.resource).join(', '));
+  assert.equal(row.resource, 'table partition InFlight/* (each of 512)');
+  assert.equal(row.perOrder, 0.5 / 512);
+  assert.equal(cs.filter((c) => c.resource.includes('InFlight')).length, 1, 'no row per measured partition');
+});
