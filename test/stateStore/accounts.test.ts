@@ -9,6 +9,7 @@ import {
   accountNumber,
   OrderAlreadyExists,
   openOrderStore,
+  ordersTableOf,
   StateStore,
   StateStoreAccounts,
   StoreMetrics,
@@ -224,6 +225,11 @@ describe('from one account to two', () => {
     assert.ok((await two.history(moved[0]))?.exists);
     const counts = await two.countsPerState();
     assert.deepEqual([counts.Pending, counts.Processing], [49, 1]);
+
+    // A dead letter's order: its history entry goes to the account that holds it.
+    assert.equal(await ordersTableOf(two, moved[0]), router.stores[0].orders);
+    const newer = after2.find((id) => accountNumber(id, 2) === 1)!;
+    assert.equal(await ordersTableOf(two, newer), router.stores[1].orders);
 
     // Submitting an old id again is the same order, not a second one in account 1.
     await assert.rejects(submit(two, new Date(), moved[1]), OrderAlreadyExists);
