@@ -87,6 +87,11 @@ param serviceOutageAlertThreshold string = '5'
 @maxValue(100)
 param alertErrorRatePercent int = 5
 
+@description('Storage accounts orders are spread over (app setting StateStoreAccounts; docs/state-store.md "Accounts"). 1: the main account alone. Raise it to divide the per-order table requests; never lower it once orders are stored.')
+@minValue(1)
+@maxValue(16)
+param stateStoreAccounts int = 1
+
 var abbrs = loadJsonContent('./abbreviations.json')
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
@@ -150,6 +155,23 @@ module storage 'app/storage.bicep' = {
   }
 }
 
+// Accounts 1..N-1 of the state store; account 0 is the main one above. Names are fixed by their
+// number, so the app setting lists their endpoints without reading the modules' outputs.
+var orderAccountNames = [for i in range(1, stateStoreAccounts - 1): '${abbrs.storageStorageAccounts}o${i}${resourceToken}']
+
+module orderStorage 'app/order-storage.bicep' = [for accountName in orderAccountNames: {
+  name: 'order-storage-${accountName}'
+  scope: rg
+  params: {
+    name: accountName
+    location: location
+    tags: tags
+    appPrincipalId: identity.outputs.principalId
+    userPrincipalId: principalId
+    userPrincipalType: principalType
+  }
+}]
+
 module serviceBus 'app/servicebus.bicep' = {
   name: 'servicebus'
   scope: rg
@@ -193,6 +215,7 @@ module api 'app/api.bicep' = {
     identityId: identity.outputs.id
     identityClientId: identity.outputs.clientId
     storageAccountName: storage.outputs.name
+    moreStateStoreTableUris: [for accountName in orderAccountNames: 'https://${accountName}.table.${environment().suffixes.storage}/']
     deploymentContainerName: deploymentContainerName
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     serviceBusFullyQualifiedNamespace: serviceBus.outputs.fullyQualifiedNamespace
@@ -211,7 +234,7 @@ module api 'app/api.bicep' = {
     operatorAuthClientId: operatorAuthClientId
   }
   // The host must not start before its identity can reach storage and Service Bus.
-  dependsOn: [rbac]
+  dependsOn: [rbac, orderStorage]
 }
 
 module alerts 'app/alerts.bicep' = {
@@ -254,3 +277,4 @@ output OPERATOR_AUTH_ENABLED bool = api.outputs.operatorAuthEnabled
 output AZURE_CLIENT_ID string = identity.outputs.clientId
 output SERVICEBUS_FULLY_QUALIFIED_NAMESPACE string = serviceBus.outputs.fullyQualifiedNamespace
 output STATE_STORE_TABLE_URI string = storage.outputs.tableServiceUri
+output STATE_STORE_ACCOUNTS int = stateStoreAccounts

@@ -26,6 +26,11 @@ export interface AzuriteOptions {
    * stops Azurite after the functions host (npm start). The exit hook still kills it.
    */
   ownProcessGroup?: boolean;
+  /**
+   * Storage accounts beside devstoreaccount1 (AZURITE_ACCOUNTS, same well-known key), so one
+   * Azurite serves a state store spread over several accounts (StateStoreAccounts).
+   */
+  extraAccounts?: string[];
 }
 
 export interface AzuriteInstance {
@@ -34,6 +39,8 @@ export interface AzuriteInstance {
   queueUrl?: string;
   /** Full development-storage connection string naming the actual endpoints. */
   connectionString: string;
+  /** The table connection string of an account this Azurite serves (devstoreaccount1 or an extra one). */
+  tableConnectionString(account: string): string;
   pid: number;
   stop(): Promise<void>;
 }
@@ -92,6 +99,17 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     cwd: options.location ?? scratch,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownProcessGroup ?? false,
+    // Azurite serves only the listed accounts once any is listed: the development one comes first.
+    ...(options.extraAccounts?.length
+      ? {
+          env: {
+            ...process.env,
+            AZURITE_ACCOUNTS: [devAccountName, ...options.extraAccounts]
+              .map((a) => `${a}:${devAccountKey}`)
+              .join(';'),
+          },
+        }
+      : {}),
   });
   live.add(child);
 
@@ -161,6 +179,8 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     blobUrl,
     queueUrl,
     connectionString: parts.join(';') + ';',
+    tableConnectionString: (account) =>
+      `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${devAccountKey};TableEndpoint=${urls.table}/${account};`,
     pid: child.pid!,
     stop(): Promise<void> {
       stopped ??= new Promise<void>((resolve) => {

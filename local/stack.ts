@@ -101,6 +101,8 @@ export interface StackOptions {
   ownProcessGroups?: boolean;
   /** The emulator's throttling hook (the bench's scaled-down Service Bus credits). */
   serviceBusRefuseSend?: (entity: string, messageId: string | undefined) => boolean;
+  /** Storage accounts orders are spread over (StateStoreAccounts); Azurite serves them all. Default 1. */
+  storageAccounts?: number;
 }
 
 export interface Stack {
@@ -124,6 +126,11 @@ export interface Stack {
 }
 
 const repoRoot = resolve(__dirname, '..', '..');
+
+/** The Azurite accounts after devstoreaccount1 that a local state store of n accounts uses. */
+export function localOrderAccounts(n: number): string[] {
+  return Array.from({ length: Math.max(0, n - 1) }, (_, i) => `orders${i + 2}`);
+}
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const ports = { ...defaultPorts, ...options.ports };
@@ -157,6 +164,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       location: azuriteDir,
       ports: { blob: ports.blob, queue: ports.queue, table: ports.table },
       ownProcessGroup: options.ownProcessGroups,
+      extraAccounts: localOrderAccounts(options.storageAccounts ?? 1),
     });
     started.push(() => azurite.stop());
     log(`[azurite] tables ${azurite.tableUrl}`);
@@ -182,6 +190,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       AzureWebJobsStorage: azurite.connectionString,
       ServiceBusConnection: serviceBus.connectionString,
       StateStoreConnection: azurite.connectionString,
+      ...((options.storageAccounts ?? 1) > 1
+        ? {
+            StateStoreAccounts: [
+              azurite.connectionString,
+              ...localOrderAccounts(options.storageAccounts ?? 1).map((a) =>
+                azurite.tableConnectionString(a),
+              ),
+            ].join(','),
+          }
+        : {}),
       ...serviceUrlSettings(remote),
       ...localAppSettings,
       ...options.settings,

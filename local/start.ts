@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     process.stdout.write(startUsage);
     return;
   }
-  const { ports, dataDir, inMemory, logMode, settings } = options;
+  const { ports, dataDir, inMemory, logMode, settings, storageAccounts } = options;
 
   let stack: Stack | undefined;
   let stopping: Promise<void> | undefined;
@@ -93,6 +93,7 @@ async function main(): Promise<void> {
       // Messages in flight survive a restart too (<dataDir>/servicebus/servicebus.log).
       persistServiceBus: !inMemory,
       settings,
+      storageAccounts,
       functionKey: key.key,
       ownProcessGroups: true,
       log: (line) => {

@@ -23,7 +23,11 @@ export interface StartOptions {
   settings: Record<string, string>;
   /** `--traces`: the app writes spans and metrics to this JSON-lines file. */
   telemetryFile?: string;
+  /** `--storage-accounts`: orders spread over this many Azurite accounts (StateStoreAccounts). */
+  storageAccounts: number;
 }
+
+export const maxLocalStorageAccounts = 8;
 
 /** Where `--traces` writes, under the data folder; metrics are written this often. */
 export const telemetryFileName = 'telemetry.jsonl';
@@ -73,6 +77,7 @@ export const startUsage = `usage: npm start -- [options]
   --data-dir <path>      data folder (default .data; env LOCAL_DATA_DIR)
   --quiet                print only the readiness block, warnings and errors
   --verbose              print every line of every part (host, Service Bus, Azurite, services)
+  --storage-accounts <n> spread orders over n storage accounts of Azurite (default 1, at most ${maxLocalStorageAccounts}; env LOCAL_STORAGE_ACCOUNTS)
   --traces               write the app's spans and metrics to <data-dir>/${telemetryFileName} (JSON lines)
 ${portFlags.map((p) => `  ${`${p.flag} <n>`.padEnd(22)} ${p.what} (default ${defaultPorts[p.port]}; env ${p.env})`).join('\n')}
 
@@ -85,6 +90,16 @@ function parsePort(raw: string, source: string): number {
   const n = Number(raw);
   if (!/^\d+$/.test(raw.trim()) || !Number.isInteger(n) || n < 0 || n > 65535) {
     throw new UsageError(`${source} must be a port number from 0 to 65535, got "${raw}"`);
+  }
+  return n;
+}
+
+function parseAccounts(raw: string, source: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > maxLocalStorageAccounts) {
+    throw new UsageError(
+      `${source} must be a number of accounts from 1 to ${maxLocalStorageAccounts}, got "${raw}"`,
+    );
   }
   return n;
 }
@@ -104,6 +119,7 @@ export function parseStartArgs(
   let inMemory = false;
   let logMode: LogMode = 'compact';
   let traces = false;
+  let storageAccounts = parseAccounts(env.LOCAL_STORAGE_ACCOUNTS || '1', 'LOCAL_STORAGE_ACCOUNTS');
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [flag, inline] =
@@ -121,6 +137,7 @@ export function parseStartArgs(
     else if (flag === '--quiet') logMode = 'quiet';
     else if (flag === '--verbose') logMode = 'verbose';
     else if (flag === '--traces') traces = true;
+    else if (flag === '--storage-accounts') storageAccounts = parseAccounts(value(), '--storage-accounts');
     else throw new UsageError(`unknown option ${arg} (see --help)`);
   }
   const settings: Record<string, string> = {};
@@ -130,11 +147,11 @@ export function parseStartArgs(
   }
   checkSettings({ ...localAppSettings, ...settings });
   const resolvedDataDir = resolve(cwd, dataDir);
-  if (!traces) return { ports, dataDir: resolvedDataDir, inMemory, logMode, settings };
+  if (!traces) return { ports, dataDir: resolvedDataDir, inMemory, logMode, settings, storageAccounts };
   const telemetryFile = join(resolvedDataDir, telemetryFileName);
   settings[telemetrySettingNames.file] = telemetryFile;
   settings[telemetrySettingNames.metricsIntervalMs] = String(localMetricsIntervalMs);
-  return { ports, dataDir: resolvedDataDir, inMemory, logMode, settings, telemetryFile };
+  return { ports, dataDir: resolvedDataDir, inMemory, logMode, settings, telemetryFile, storageAccounts };
 }
 
 /** Fails with the setting's name before anything starts (the host would fail later, less clearly). */

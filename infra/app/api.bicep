@@ -8,6 +8,8 @@ param tags object
 param identityId string
 param identityClientId string
 param storageAccountName string
+@description('Table endpoints of the state store accounts after the main one (StateStoreAccounts).')
+param moreStateStoreTableUris string[] = []
 param deploymentContainerName string
 param applicationInsightsName string
 param serviceBusFullyQualifiedNamespace string
@@ -63,6 +65,8 @@ var appSettings = {
 
   // The state store (Table Storage) for orders, process state and steps.
   StateStoreConnection__tableServiceUri: storage.properties.primaryEndpoints.table
+  // Every account orders are spread over, the main one first (one entry: the main one alone).
+  StateStoreAccounts: join(concat([storage.properties.primaryEndpoints.table], moreStateStoreTableUris), ',')
 
   // DefaultAzureCredential in our SDK clients picks the user-assigned identity by this id.
   AZURE_CLIENT_ID: identityClientId

@@ -4,11 +4,12 @@ import type { MessageBus } from '../messaging/bus.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
 import type { IntakeGauge } from '../messaging/intakeGauge.js';
 import type { DeadLetterQueues } from '../messaging/deadLetters.js';
-import type { StateStore } from '../stateStore/index.js';
+import type { OrderStore } from '../stateStore/index.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
 export interface Dependencies {
-  store: StateStore;
+  /** One account's StateStore, or the router over several (StateStoreAccounts). */
+  store: OrderStore;
   bus: MessageBus;
   clock: Clock;
   policy: Policy;

@@ -1,7 +1,7 @@
 import { makePolicy, orderWorkflowVersions, systemClock, type WorkflowVersions } from '../domain/index.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
-import { StateStore } from '../stateStore/index.js';
+import { openOrderStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
 import { IntakeGauge } from '../messaging/intakeGauge.js';
 import { ServiceBusDeadLetters } from '../messaging/deadLetters.js';
@@ -50,7 +50,7 @@ export function dependencies(): Promise<Dependencies> {
 async function create(s: Settings): Promise<Dependencies> {
   const bus = ServiceBusMessageBus.fromConnection(s.serviceBus);
   return {
-    store: await StateStore.open(s.stateStore, {
+    store: await openOrderStore(s, {
       // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
       indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
       indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),

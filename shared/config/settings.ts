@@ -11,6 +11,7 @@ import {
   storageConnectionProblem,
 } from './connectionStrings.js';
 import { defaultIndexPartitions, maxIndexPartitions } from '../stateStore/indexLayout.js';
+import { accountKey, parseStateStoreAccounts } from './stateStoreAccounts.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -34,6 +35,7 @@ export const settingNames = {
   serviceBusNamespace: 'ServiceBusConnection__fullyQualifiedNamespace',
   stateStore: 'StateStoreConnection',
   stateStoreTableUri: 'StateStoreConnection__tableServiceUri',
+  stateStoreAccounts: 'StateStoreAccounts',
   ...serviceUrlSettings,
   supervisorSchedule: 'SUPERVISOR_SCHEDULE',
   stepTimeoutSeconds: 'STEP_TIMEOUT_SECONDS',
@@ -58,6 +60,8 @@ export type StateStoreConnection =
 export interface Settings {
   serviceBus: ServiceBusConnection;
   stateStore: StateStoreConnection;
+  /** The accounts orders are spread over, the stateStore one first (StateStoreAccounts; at least it). */
+  stateStoreAccounts: StateStoreConnection[];
   /** Base URL of each Agent's remote service, by Agent name (from the step declarations). */
   remoteServices: Record<OrderAgentName, string>;
   supervisorSchedule: string;
@@ -171,6 +175,21 @@ function stateStore(env: Env): StateStoreConnection {
     settingNames.stateStore,
     `is missing (set it to a connection string locally, or ${settingNames.stateStoreTableUri} in Azure)`,
   );
+}
+
+/** StateStoreAccounts when set (its first entry must be the stateStore account), else that one alone. */
+function stateStoreAccounts(env: Env, first: StateStoreConnection): StateStoreConnection[] {
+  const value = read(env, settingNames.stateStoreAccounts);
+  if (value === undefined) return [first];
+  const parsed = parseStateStoreAccounts(value);
+  if (typeof parsed === 'string') throw new SettingsError(settingNames.stateStoreAccounts, parsed);
+  if (accountKey(parsed[0]) !== accountKey(first)) {
+    throw new SettingsError(
+      settingNames.stateStoreAccounts,
+      `its first entry must be the ${first.kind === 'identity' ? settingNames.stateStoreTableUri : settingNames.stateStore} account (the orders stored before the spread live there)`,
+    );
+  }
+  return parsed;
 }
 
 /** The Supervisor's schedule when SUPERVISOR_SCHEDULE is not set (README, docs/local-run.md). */
@@ -291,9 +310,11 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     );
   }
   const stepTimeoutSeconds = integer(env, settingNames.stepTimeoutSeconds, 60, 1, 3600);
+  const store = stateStore(env);
   const loaded: Settings = {
     serviceBus: serviceBus(env),
-    stateStore: stateStore(env),
+    stateStore: store,
+    stateStoreAccounts: stateStoreAccounts(env, store),
     remoteServices: Object.fromEntries(
       orderWorkflow.steps.map((s) => [s.agent, url(env, serviceUrlSetting(s.agent))]),
     ) as Record<OrderAgentName, string>,

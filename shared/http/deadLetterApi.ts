@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { RestError } from '@azure/data-tables';
+import { RestError, type TableClient } from '@azure/data-tables';
 import { z } from 'zod';
 import type { Dependencies } from '../app/ports.js';
 import { bodyPreview, deadLetterDetail, orderNamedBy, type DeadLetterSource } from '../domain/deadLetters.js';
@@ -14,6 +14,7 @@ import {
 import { logger, type Logger } from '../observability/logger.js';
 import { orderRowKey } from '../stateStore/rows.js';
 import { historyEntryToRow } from '../stateStore/historyRows.js';
+import { ordersTableOf } from '../stateStore/accounts.js';
 import { activeTraceId } from '../observability/tracing.js';
 import type { Operator } from './operatorAuth.js';
 import { requireOperator } from './operatorAuth.js';
@@ -176,9 +177,11 @@ async function recordInHistory(
   detail: string,
   log: Logger,
 ): Promise<void> {
+  let orders: TableClient;
   try {
     // Only into an order that exists: a dead letter may name an order that never was.
-    await deps.store.orders.getEntity(orderId, orderRowKey, { queryOptions: { select: ['PartitionKey'] } });
+    orders = await ordersTableOf(deps.store, orderId);
+    await orders.getEntity(orderId, orderRowKey, { queryOptions: { select: ['PartitionKey'] } });
   } catch (e) {
     if (e instanceof RestError && e.statusCode === 404) return;
     log.warn('dead letter handled, but its order could not be read for the history', {
@@ -188,7 +191,7 @@ async function recordInHistory(
     return;
   }
   try {
-    await deps.store.orders.createEntity(
+    await orders.createEntity(
       historyEntryToRow(orderId, {
         at: deps.clock.now(),
         actor: 'operator',

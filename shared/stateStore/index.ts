@@ -1,3 +1,5 @@
+export * from './accountLayout.js';
+export * from './accounts.js';
 export * from './clients.js';
 export * from './errors.js';
 export * from './historyRows.js';

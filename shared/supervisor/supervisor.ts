@@ -18,6 +18,7 @@ import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import type { ReconcileCursor } from '../stateStore/inFlightIndex.js';
+import { inFlightSummary, sweepEveryAccount } from '../stateStore/accounts.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { recordDeadLetters, recordInFlight } from '../observability/orderMetrics.js';
 import { activeTelemetry } from '../observability/telemetry.js';
@@ -210,7 +211,7 @@ async function recordGauges(deps: Dependencies, log: Logger): Promise<void> {
   if (!telemetry.enabled || Date.now() - gaugesSampledAt < telemetry.metricsIntervalMs) return;
   gaugesSampledAt = Date.now();
   try {
-    const { count, oldestPutAt } = await deps.store.index.summary();
+    const { count, oldestPutAt } = await inFlightSummary(deps.store);
     const age = oldestPutAt ? Math.max(0, (deps.clock.now().getTime() - oldestPutAt.getTime()) / 1000) : 0;
     recordInFlight(count, Math.round(age));
   } catch (e) {
@@ -261,7 +262,7 @@ export async function runSupervisor(
     alreadyMoved: 0,
     failed: 0,
   };
-  const sweep = await deps.store.index.sweep(deps.clock.now());
+  const sweep = await sweepEveryAccount(deps.store, deps.clock.now());
   report.candidates = sweep.timedOut.length;
   report.examined = sweep.examined;
   report.repaired = sweep.removed;

@@ -85,3 +85,13 @@ test('compact logs: function messages with their fields, no Executing/Executed, 
     '[servicebus] connection 1 opened',
   );
 });
+
+test('--storage-accounts spreads orders over that many Azurite accounts, 1 by default', () => {
+  assert.equal(parseStartArgs([], {})?.storageAccounts, 1);
+  assert.equal(parseStartArgs(['--storage-accounts', '2'], {})?.storageAccounts, 2);
+  assert.equal(parseStartArgs([], { LOCAL_STORAGE_ACCOUNTS: '3' })?.storageAccounts, 3);
+  assert.throws(
+    () => parseStartArgs(['--storage-accounts', '0'], {}),
+    /--storage-accounts must be a number of accounts from 1 to 8/,
+  );
+});

@@ -520,10 +520,16 @@ export function checkLocalAuthDisabled(files: BicepFile[]): string[] {
     must(ns.body, what, /\n\s*disableLocalAuth:\s*true\b/, 'disableLocalAuth: true');
     must(ns.body, what, /\n\s*name:\s*'Standard'/, "sku name 'Standard'");
   }
-  const st = one('Microsoft.Storage/storageAccounts');
-  must(st, 'storage account', /\n\s*allowSharedKeyAccess:\s*false\b/, 'allowSharedKeyAccess: false');
-  must(st, 'storage account', /\n\s*allowBlobPublicAccess:\s*false\b/, 'allowBlobPublicAccess: false');
-  must(st, 'storage account', /\n\s*minimumTlsVersion:\s*'TLS1_2'/, "minimumTlsVersion: 'TLS1_2'");
+  // The main account and the state store's further accounts (order-storage.bicep) alike.
+  const accounts = declared(files, 'Microsoft.Storage/storageAccounts');
+  if (accounts.length === 0) problems.push('no Microsoft.Storage/storageAccounts declared');
+  for (const account of accounts) {
+    const st = account.body;
+    const what = `storage account ${account.file}:${account.symbol}`;
+    must(st, what, /\n\s*allowSharedKeyAccess:\s*false\b/, 'allowSharedKeyAccess: false');
+    must(st, what, /\n\s*allowBlobPublicAccess:\s*false\b/, 'allowBlobPublicAccess: false');
+    must(st, what, /\n\s*minimumTlsVersion:\s*'TLS1_2'/, "minimumTlsVersion: 'TLS1_2'");
+  }
   const ai = one('Microsoft.Insights/components');
   must(ai, 'Application Insights', /\n\s*DisableLocalAuth:\s*true\b/, 'DisableLocalAuth: true');
   const la = one('Microsoft.OperationalInsights/workspaces');

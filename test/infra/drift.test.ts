@@ -626,6 +626,16 @@ test('local auth is disabled on Service Bus, Storage and Application Insights', 
   );
   reports(
     check(
+      broken(
+        bicep('infra/app/order-storage.bicep'),
+        'allowSharedKeyAccess: false',
+        'allowSharedKeyAccess: true',
+      ),
+    ),
+    /order-storage\.bicep.*allowSharedKeyAccess: false/,
+  );
+  reports(
+    check(
       broken(bicep('infra/app/storage.bicep'), 'allowBlobPublicAccess: false', 'allowBlobPublicAccess: true'),
     ),
     /allowBlobPublicAccess/,
@@ -652,7 +662,11 @@ test('local auth is disabled on Service Bus, Storage and Application Insights', 
 });
 
 test('role assignments: guid() names, role ids as in the built-in roles reference, Service Bus roles per entity', () => {
-  const rbacFiles = ['infra/app/rbac.bicep', 'infra/conformance/main.bicep'].map(bicep);
+  const rbacFiles = [
+    'infra/app/rbac.bicep',
+    'infra/conformance/main.bicep',
+    'infra/app/order-storage.bicep',
+  ].map(bicep);
   for (const f of rbacFiles) assert.deepEqual(checkRbac(f, builtInRoleIds), [], f.path);
   const [rbac, conf] = rbacFiles;
   // A wrong id in the Bicep fails against the independent table (Azure Service Bus Data Owner's id here).
