@@ -91,6 +91,9 @@ export function stepToRow(orderId: string, index: number, st: StepState): TableE
       StalledAttempt: st.stalledAttempt,
       Stalls: st.stalls || null,
       UndoStalls: st.undoStalls || null,
+      WaitingSince: st.waitingSince ?? null,
+      Reference: st.reference ?? null,
+      Answer: st.answer ?? null,
     }),
   };
 }
@@ -130,6 +133,9 @@ export function rowToStep(row: Row): StepState {
     stalledAttempt: typeof row.StalledAttempt === 'number' ? row.StalledAttempt : null,
     stalls: num(row.Stalls),
     undoStalls: num(row.UndoStalls),
+    waitingSince: date(row.WaitingSince),
+    reference: str(row.Reference),
+    answer: str(row.Answer),
   };
 }
 
