@@ -29,22 +29,9 @@ import { verifyToken, type TokenClaims } from './token.js';
  * token; 400 / 413 / 415 bad bodies.
  */
 
-/** A callback body is small: an outcome, a reference, a short result. */
-export const maxCallbackBytes = 16 * 1024;
+import { callbackBodySchema, heartbeatBodySchema, maxCallbackBytes } from './schemas.js';
 
-export const callbackBodySchema = z.strictObject({
-  outcome: z.enum(['succeeded', 'failed']),
-  reference: z.string().min(1).max(200).optional(),
-  result: z.record(z.string(), z.unknown()).optional(),
-  error: z
-    .strictObject({ message: z.string().min(1).max(2000), code: z.string().max(100).optional() })
-    .optional(),
-});
-
-export const heartbeatBodySchema = z.strictObject({
-  progress: z.string().max(200).optional(),
-});
-
+export { maxCallbackBytes };
 export type CallbackBody = z.infer<typeof callbackBodySchema>;
 
 function refused(reason: string, detail: string): HttpResponseInit {

@@ -54,14 +54,14 @@ export function parseSigningKeys(raw: string): SigningKey[] {
 }
 
 export function loadWaitingSettings(env: Env = process.env, callbackStepsInUse = false): WaitingSettings {
-  const rawKeys = env[waitingSettingNames.signingKeys]?.trim();
+  const rawKeys = env.CALLBACK_SIGNING_KEYS?.trim();
   if (!rawKeys && callbackStepsInUse) {
     throw new SettingsError(
       waitingSettingNames.signingKeys,
       'is required: new orders start on a workflow version with callback steps',
     );
   }
-  const baseUrl = env[waitingSettingNames.baseUrl]?.trim();
+  const baseUrl = env.CALLBACK_BASE_URL?.trim();
   if (baseUrl) {
     let url: URL;
     try {
@@ -73,7 +73,7 @@ export function loadWaitingSettings(env: Env = process.env, callbackStepsInUse =
       throw new SettingsError(waitingSettingNames.baseUrl, 'must be an http(s) URL');
     }
   }
-  const graceRaw = env[waitingSettingNames.graceSeconds]?.trim();
+  const graceRaw = env.CALLBACK_GRACE_SECONDS?.trim();
   const graceSeconds = graceRaw ? Number(graceRaw) : 300;
   if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > 86_400) {
     throw new SettingsError(
@@ -81,7 +81,7 @@ export function loadWaitingSettings(env: Env = process.env, callbackStepsInUse =
       `must be an integer from 0 to 86400, got "${graceRaw}"`,
     );
   }
-  const versionRaw = env[waitingSettingNames.newOrderVersion]?.trim();
+  const versionRaw = env.NEW_ORDER_WORKFLOW_VERSION?.trim();
   const newOrderVersion = versionRaw ? Number(versionRaw) : undefined;
   if (newOrderVersion !== undefined && (!Number.isInteger(newOrderVersion) || newOrderVersion < 1)) {
     throw new SettingsError(

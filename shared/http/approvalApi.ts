@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { z } from 'zod';
+import { approvalBodySchema } from '../callbacks/schemas.js';
 import { isOrderId, type OrderEvent } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
@@ -15,11 +15,6 @@ import { problem, problemTypes, validationProblem } from './problem.js';
  * approval step the order waits on. Who and why go to the order's history (ApprovalDecided); a
  * refusal undoes the order like a business refusal. 409 when the order is not waiting for one.
  */
-export const approvalBodySchema = z.strictObject({
-  decision: z.enum(['approve', 'refuse']),
-  reason: z.string().trim().min(1).max(500),
-});
-
 export async function decideApproval(
   deps: Dependencies,
   request: HttpRequest,

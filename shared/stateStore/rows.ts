@@ -1,6 +1,7 @@
 import type { TableEntity, TableEntityResult } from '@azure/data-tables';
 import type { Order } from '../domain/order.js';
 import type { OrderState, StepState } from '../domain/state.js';
+import { waitingStep } from '../domain/waiting.js';
 
 /**
  * Row layout of one order's partition (PartitionKey = orderId):
@@ -68,6 +69,8 @@ export function stateToRow(s: OrderState): TableEntity<Props> {
       CreatedAt: s.createdAt,
       UpdatedAt: s.updatedAt,
       StepCount: s.steps.length,
+      // A step waits for a callback or an operator: the sweep reads the order seldom (inFlightIndex.ts).
+      Waiting: waitingStep(s) ? true : null,
     }),
   };
 }
