@@ -15,7 +15,14 @@ import { readJsonBody } from '../http/jsonBody.js';
 import { problem, problemTypes, validationProblem } from '../http/problem.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import { logger, type Logger } from '../observability/logger.js';
-import { activeTraceId, annotate } from '../observability/tracing.js';
+import {
+  activeTraceId,
+  annotate,
+  inSpan,
+  orderAttributes,
+  parentFrom,
+  stateFields,
+} from '../observability/tracing.js';
 import { recordCallback, recordCallbackRefused } from '../observability/waitingMetrics.js';
 import { historyEntryToRow } from '../stateStore/historyRows.js';
 import { verifyToken, type TokenClaims } from './token.js';
@@ -169,7 +176,13 @@ async function deliver(
         to: result.state.processState,
         ...(reference ? { reference } : {}),
       });
-      await carryOut(deps, result.commands, result.before.order, deps.clock.now(), log).catch((e: unknown) =>
+      // The callback (or decision) and what it sends join the order's trace (from its submission).
+      await inSpan(
+        kind === 'heartbeat' ? 'callback heartbeat' : 'callback',
+        { attributes: orderAttributes(stateFields(result.state)) },
+        () => carryOut(deps, result.commands, result.before.order, deps.clock.now(), log),
+        parentFrom({ traceParent: result.before.traceParent }),
+      ).catch((e: unknown) =>
         log.warn('recorded, but sending failed; the Supervisor will pick the order up', {
           error: (e as Error).message,
         }),

@@ -4,7 +4,7 @@ import { isOrderId, type OrderEvent } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
-import { annotate } from '../observability/tracing.js';
+import { annotate, inSpan, orderAttributes, parentFrom, stateFields } from '../observability/tracing.js';
 import { readJsonBody } from './jsonBody.js';
 import { requireOperator } from './operatorAuth.js';
 import { badOrderId, notFound, operatorLog, statusUrl } from './orderApi.js';
@@ -49,7 +49,13 @@ export async function decideApproval(
     );
   }
   log.info('approval decided', { decision: parsed.data.decision, reason: parsed.data.reason });
-  await carryOut(deps, result.commands, result.before.order, deps.clock.now(), log).catch((e: unknown) =>
+  // The callback (or decision) and what it sends join the order's trace (from its submission).
+  await inSpan(
+    'approval decided',
+    { attributes: orderAttributes(stateFields(result.state)) },
+    () => carryOut(deps, result.commands, result.before.order, deps.clock.now(), log),
+    parentFrom({ traceParent: result.before.traceParent }),
+  ).catch((e: unknown) =>
     log.warn('recorded, but sending failed; the Supervisor will pick the order up', {
       error: (e as Error).message,
     }),
