@@ -90,6 +90,8 @@ describe('waiting steps through the stack', () => {
     assert.equal(other.status, 409);
     assert.equal(other.headers.get('content-type'), 'application/problem+json');
     assert.ok((await history(orderId)).includes('LateCallback'));
+    const beat = await post(`${sent.url}/heartbeat`, {});
+    assert.equal(beat.status, 409, 'a heartbeat for a finished attempt');
     const [prefix, kid, payload, sig] = sent.url.split('/callbacks/')[1].split('.');
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
     const altered = Buffer.from(JSON.stringify({ ...claims, s: 'shipping' })).toString('base64url');
