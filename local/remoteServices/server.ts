@@ -303,8 +303,10 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
         log: options.log,
       });
     const lost = faults.callbackLossRate !== undefined && random() < faults.callbackLossRate;
-    if (lost) ledger.countFault('callback-lost');
-    else if (faults.callbackEarly) await deliver();
+    if (lost) {
+      ledger.countFault('callback-lost');
+      webhooks.recordLost(callbackUrl);
+    } else if (faults.callbackEarly) await deliver();
     respond(res, 202, { reference, status: 'pending' });
     if (!lost && !faults.callbackEarly) void deliver();
     return {

@@ -23,6 +23,11 @@ export interface WebhookOptions {
 export class WebhookSender {
   readonly sent: WebhookRecord[] = [];
 
+  /** A callback lost on purpose (a chaos fault) is listed with no tries, so a test can send it. */
+  recordLost(url: string): void {
+    this.sent.push({ url, outcome: 'lost', statuses: [] });
+  }
+
   /** POSTs `body` to `url` `copies` times (each delivered until a 2xx or 4xx, 6 tries at most). */
   async deliver(url: string, body: Record<string, unknown>, options: WebhookOptions): Promise<void> {
     try {
