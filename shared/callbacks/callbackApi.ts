@@ -44,9 +44,7 @@ export type CallbackBody = z.infer<typeof callbackBodySchema>;
 function refused(reason: string, detail: string): HttpResponseInit {
   recordCallbackRefused(reason);
   annotate({ outcome: `refused:${reason}` });
-  const response = problem(401, problemTypes.unauthenticated, 'Callback token not accepted', detail);
-  (response.headers as Record<string, string>)['WWW-Authenticate'] = 'Callback-Token';
-  return response;
+  return problem(401, problemTypes.unauthenticated, 'Callback token not accepted', detail);
 }
 
 /** The token's check: claims, or the 401 to answer (the reason is counted, never told in detail). */

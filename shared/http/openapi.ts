@@ -597,7 +597,6 @@ function callbackPaths(): Record<string, Record<string, OperationObject>> {
   };
   const refused = problem(
     'The token is forged, altered, signed by a key no longer held, or expired (complete-by plus the grace has passed). Nothing changed.',
-    ['WWW-Authenticate'],
   );
   const movedOn = problem(
     "The attempt the token names is no longer current (timed out and retried, cancelled, another outcome recorded): the answer is written to the order's history and changes nothing.",

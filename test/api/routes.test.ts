@@ -132,8 +132,8 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.deepEqual(documentedOps, registered.sort());
     assert.equal(
       documentedOps.filter((k) => k.endsWith(' operator')).length,
-      14,
-      "list, counts, changes, history, resubmit, cancel, retry, bulk, the four dead-letter routes, the console and the console's order are the operator operations",
+      15,
+      "list, counts, changes, history, resubmit, cancel, retry, approval, bulk, the four dead-letter routes, the console and the console's order are the operator operations",
     );
   });
 
