@@ -63,12 +63,7 @@ export async function decideApproval(
   const location = statusUrl(request, orderId);
   return {
     status: 202,
-    headers: { Location: location, 'Cache-Control': 'no-store' },
-    jsonBody: {
-      orderId,
-      processState: result.state.processState,
-      decision: parsed.data.decision,
-      statusUrl: location,
-    },
+    headers: { Location: location, 'Retry-After': '2', 'Cache-Control': 'no-store' },
+    jsonBody: { orderId, processState: result.state.processState, statusUrl: location },
   };
 }
