@@ -2,7 +2,12 @@ import { app, type InvocationContext } from '@azure/functions';
 import { settings } from '../shared/config/settings.js';
 import { dependencies, outageWatch } from '../shared/app/runtime.js';
 import { handleAgentRequest } from '../shared/agents/agent.js';
-import { orderWorkflowVersions, stepTimeoutSeconds, type OrderStep } from '../shared/domain/index.js';
+import {
+  completionOf,
+  orderWorkflowVersions,
+  stepTimeoutSeconds,
+  type OrderStep,
+} from '../shared/domain/index.js';
 import { agentKey, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
 
 settings();
@@ -37,7 +42,11 @@ function agentFor(step: OrderStep) {
 // configuration, workflow.ts checks it) shares its queue and function.
 const served = new Map<string, OrderStep>();
 for (const workflow of orderWorkflowVersions.all) {
-  for (const step of workflow.steps) if (!served.has(step.agent)) served.set(step.agent, step as OrderStep);
+  for (const step of workflow.steps) {
+    // An approval step calls no Agent: an operator decides it (functions/approval.ts).
+    if (completionOf(step) === 'approval') continue;
+    if (!served.has(step.agent)) served.set(step.agent, step as OrderStep);
+  }
 }
 for (const step of served.values()) {
   app.serviceBusQueue(agentKey(step.agent), {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startAzurite, type AzuriteInstance } from './azurite.js';
@@ -70,6 +71,8 @@ export const localAppSettings: Record<string, string> = {
   EXTENDED_BACKOFF_SECONDS: '10',
   // As in local.settings.sample.json and Azure: the host refuses bodies over 1 MiB unread.
   FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: '1048576',
+  // A fresh callback signing key per process (local only; Azure's comes from Key Vault).
+  CALLBACK_SIGNING_KEYS: `local:${randomBytes(32).toString('base64')}`,
 };
 
 export interface StackOptions {

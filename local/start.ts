@@ -92,7 +92,8 @@ async function main(): Promise<void> {
       dataDir: inMemory ? undefined : dataDir,
       // Messages in flight survive a restart too (<dataDir>/servicebus/servicebus.log).
       persistServiceBus: !inMemory,
-      settings,
+      // npm start shows order@2: approvals above 1,000 and payment confirmed by webhook.
+      settings: { NEW_ORDER_WORKFLOW_VERSION: '2', ...settings },
       storageAccounts,
       functionKey: key.key,
       ownProcessGroups: true,

@@ -138,6 +138,10 @@ export interface StepView {
   startedAt: string | null;
   completedAt: string | null;
   compensatedAt: string | null;
+  /** A waiting step (a callback or an approval): when its wait began. */
+  waitingSince?: string;
+  /** The remote service's reference for work it accepted. */
+  reference?: string;
 }
 
 export interface OrderView {

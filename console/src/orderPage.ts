@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, request, type Change, type HistoryEntry, type HistoryPage, type OrderView } from './api.js';
 import { feed } from './live.js';
 import { Confirm, ErrorNote, formatTime, html, StateBadge } from './ui.js';
+import { WaitingPanel } from './waiting.js';
 
 type Action = 'resubmit' | 'cancel' | 'retry';
 
@@ -172,6 +173,7 @@ export function OrderPage({ orderId }: { orderId: string }) {
               )}
             </div>
             <p id="action-outcome" role="status">${outcome}</p>
+            <${WaitingPanel} order=${order} onDone=${load} />
             <h2>Steps</h2>
             <table id="steps">
               <thead>

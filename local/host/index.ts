@@ -214,6 +214,11 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   const httpPort = await httpHost.listen();
   const urlHost = bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost;
   const baseUrl = `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${httpPort}${hostJson.routePrefix ? `/${hostJson.routePrefix}` : ''}`;
+  // Where services call back (issue 25): this host's own address, unless the settings say. Not
+  // WEBSITE_HOSTNAME: the console reads that as "running in App Service".
+  if (!process.env.CALLBACK_BASE_URL) {
+    process.env.CALLBACK_BASE_URL = `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${httpPort}`;
+  }
   for (const route of httpRoutes) {
     functions.push({
       name: route.name,

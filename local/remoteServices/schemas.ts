@@ -35,6 +35,14 @@ export const faultSettingsSchema = z.strictObject({
    * cleared: a revoked credential (401), a missing permission (403), a wrong route (404)...
    */
   answerStatus: z.number().int().min(400).max(599).optional(),
+  /** Webhook mode (a request with `callbackUrl`): how long after the 202 the outcome is POSTed. */
+  callbackDelayMs: z.number().int().nonnegative().max(600_000).optional(),
+  /** Each callback POSTed this many times (duplicates). */
+  callbackCopies: z.number().int().min(1).max(5).optional(),
+  /** Probability that an accepted request's callback is never sent (it is sent again on a retry). */
+  callbackLossRate: z.number().min(0).max(1).optional(),
+  /** POST the callback before answering 202 (it beats the Agent's reply to the Scheduler). */
+  callbackEarly: z.boolean().optional(),
 });
 
 export type FaultSettings = z.infer<typeof faultSettingsSchema>;

@@ -16,6 +16,7 @@ import {
 import { FaultGrammarError, faultsFor, type RequestedFault } from './faultGrammar.js';
 import { SideEffectLedger, type EffectRecord, type JsonObject, type LedgerSnapshot } from './ledger.js';
 import { seededRandom } from './prng.js';
+import { WebhookSender, type WebhookRecord } from './webhooks.js';
 import {
   compensationRequestSchema,
   faultSettingsSchema,
@@ -46,6 +47,8 @@ export interface RunningRemoteService {
   ledger(): LedgerSnapshot;
   /** The W3C `traceparent` of each call received (the last 1,000), for checking propagation. */
   traceParents(): ReadonlyArray<{ operation: string; idempotencyKey: string; traceParent: string | null }>;
+  /** Callbacks sent in webhook mode (the last 5,000), with each try's status. */
+  webhooks(): ReadonlyArray<WebhookRecord>;
   setFaults(faults: FaultSettings): void;
   stop(): Promise<void>;
 }
@@ -75,6 +78,7 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
   if (!remoteServiceNames.includes(name)) throw new Error(`unknown remote service: ${String(name)}`);
   const operations = remoteOperations[name];
   const ledger = new SideEffectLedger(name);
+  const webhooks = new WebhookSender();
   const lifetime = new AbortController();
   // Every delayed request listens on this signal; a busy chaos run has many at once.
   setMaxListeners(0, lifetime.signal);
@@ -274,8 +278,41 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       res.destroy();
       return { status: null, outcome: `${outcome.kind}, reply lost on purpose` };
     }
+    const callbackUrl = compensation ? undefined : (order as { callbackUrl?: unknown }).callbackUrl;
+    if (typeof callbackUrl === 'string') return acceptForLater(res, callbackUrl, outcome.response);
     respond(res, 200, outcome.response);
     return { status: 200, outcome: outcome.kind };
+  }
+
+  /**
+   * Webhook mode: 202 with the effect's id as the reference, the outcome POSTed later. A repeated
+   * key (the Supervisor's retry) is answered the same way: the recorded outcome, called back again.
+   */
+  async function acceptForLater(
+    res: ServerResponse,
+    callbackUrl: string,
+    effect: JsonObject,
+  ): Promise<Reply> {
+    const reference = String(Object.values(effect)[0] ?? 'ref');
+    const body = { outcome: 'succeeded', reference, result: effect };
+    const deliver = () =>
+      webhooks.deliver(callbackUrl, body, {
+        delayMs: faults.callbackEarly ? 0 : (faults.callbackDelayMs ?? 500),
+        copies: faults.callbackCopies ?? 1,
+        signal: lifetime.signal,
+        log: options.log,
+      });
+    const lost = faults.callbackLossRate !== undefined && random() < faults.callbackLossRate;
+    if (lost) {
+      ledger.countFault('callback-lost');
+      webhooks.recordLost(callbackUrl);
+    } else if (faults.callbackEarly) await deliver();
+    respond(res, 202, { reference, status: 'pending' });
+    if (!lost && !faults.callbackEarly) void deliver();
+    return {
+      status: 202,
+      outcome: lost ? 'accepted, callback lost on purpose' : 'accepted, callback to follow',
+    };
   }
 
   function effectOf(operation: RemoteAction, key: string, order: OrderRequest): JsonObject {
@@ -324,6 +361,7 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       ledger.reset();
       return respond(res, 200, { reset: true });
     }
+    if (path === '/_admin/webhooks' && method === 'GET') return respond(res, 200, { sent: webhooks.sent });
     if (path === '/health' && method === 'GET') return respond(res, 200, { service: name, ok: true });
     const operation = path.slice(1);
     if (operation === operations.action || operation === operations.compensation) {
@@ -364,6 +402,7 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
     port,
     ledger: () => ledger.snapshot(),
     traceParents: () => [...received],
+    webhooks: () => [...webhooks.sent],
     setFaults,
     stop: async () => {
       lifetime.abort();

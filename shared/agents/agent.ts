@@ -26,6 +26,7 @@ import {
   type RemoteCallResult,
 } from './remoteServiceClient.js';
 import type { OutageWatch } from './outageWatch.js';
+import { callbackUrlFor, referenceOf } from '../callbacks/callbackUrl.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
@@ -125,7 +126,13 @@ export async function handleAgentRequest(
         {
           baseUrl: deps.serviceUrl,
           operation: request.action,
-          body: request.payload,
+          // A callback step: the service gets the URL (with its token) to POST the outcome to.
+          body: request.callbackUntil
+            ? {
+                ...request.payload,
+                callbackUrl: callbackUrlFor({ ...request, callbackUntil: request.callbackUntil }),
+              }
+            : request.payload,
           idempotencyKey: request.idempotencyKey,
           completeBy,
           reportBy: reportByFor(deps.clock.now(), completeBy),
@@ -254,7 +261,17 @@ async function passOn(
     attempt: request.attempt,
     outcome: result.outcome === 'succeeded' ? 'succeeded' : 'failed',
   };
-  if (result.outcome === 'succeeded') {
+  if (result.outcome === 'succeeded' && request.callbackUntil && request.kind === 'do') {
+    // The work is started, not done: the outcome comes by callback (any 2xx: a service that
+    // finished already answers again by callback, under the same idempotency key).
+    reply.outcome = 'accepted';
+    const reference = referenceOf(result.body);
+    if (reference) reply.reference = reference;
+    log.info('remote service accepted the work; the step waits for its callback', {
+      status: result.status,
+      reference,
+    });
+  } else if (result.outcome === 'succeeded') {
     reply.result = result.body;
     log.info('remote call succeeded', { attempts: result.attempts, status: result.status });
   } else if (result.outcome === 'failed-permanently') {

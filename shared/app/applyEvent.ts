@@ -10,6 +10,7 @@ import {
 import { OrderNotFound, type StoredOrder } from '../stateStore/index.js';
 import type { Dependencies } from './ports.js';
 import { recordTransition } from '../observability/orderMetrics.js';
+import { recordWaiting } from '../observability/waitingMetrics.js';
 import { activeTraceId } from '../observability/tracing.js';
 
 export type ApplyResult =
@@ -58,6 +59,7 @@ export async function applyEvent(
         }),
     );
     recordTransition(seen!.state, event, decision.state, decision.commands);
+    recordWaiting(seen!.state, decision.state);
     return { kind: 'applied', before: seen!, state: decision.state, commands: decision.commands };
   } catch (e) {
     if (e instanceof OrderNotFound) return { kind: 'not-found' };

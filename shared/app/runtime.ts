@@ -1,4 +1,12 @@
-import { makePolicy, orderWorkflowVersions, systemClock, type WorkflowVersions } from '../domain/index.js';
+import {
+  completionOf,
+  makePolicy,
+  orderWorkflowVersions,
+  startingOn,
+  systemClock,
+  type WorkflowVersions,
+} from '../domain/index.js';
+import { loadWaitingSettings, waitingSettings } from '../config/waitingSettings.js';
 import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { openOrderStore } from '../stateStore/index.js';
@@ -68,10 +76,25 @@ async function create(s: Settings): Promise<Dependencies> {
     deadLetters: new ServiceBusDeadLetters(bus.client),
     clock: systemClock,
     policy: policyFrom(s),
-    workflows: heldVersions,
+    workflows: newOrderVersions(),
     statusEvents: s.statusEvents,
     operatorBulkRatePerSecond: s.operatorBulkRatePerSecond,
   };
+}
+
+/**
+ * The held versions, new orders starting on NEW_ORDER_WORKFLOW_VERSION. The product defaults to
+ * version 1 until the setting turns version 2 on (waiting steps need CALLBACK_SIGNING_KEYS); a
+ * test app that chose its versions starts on their latest unless the setting says otherwise.
+ */
+function newOrderVersions(): WorkflowVersions {
+  const probe = loadWaitingSettings(process.env);
+  const start =
+    probe.newOrderVersion ?? (heldVersions === orderWorkflowVersions ? 1 : heldVersions.latest.version);
+  const versions = startingOn(heldVersions, start);
+  // Validated here, at start-up, naming the setting: a callback needs its signing key.
+  waitingSettings(versions.latest.steps.some((s) => completionOf(s) === 'callback'));
+  return versions;
 }
 
 let outages: OutageWatch | undefined;

@@ -15,6 +15,7 @@ import {
   statusMessageId,
 } from './keys.js';
 import type { OrderState } from './state.js';
+import { completionOf, longestWaitSeconds } from './waiting.js';
 import { stepDefinition, workflowLabel, type Workflow } from './workflow.js';
 
 /**
@@ -61,6 +62,10 @@ export function dispatchCommand(
       : actionKey,
     actionIdempotencyKey: actionKey,
     messageId: dispatchMessageId(state.orderId, def.name, attempt, kind, state.run),
+    // From recorded state only (healing rebuilds the same request): the call's window, then the wait.
+    ...(!compensate && completionOf(def) === 'callback'
+      ? { callbackUntil: new Date(step.completeBy.getTime() + longestWaitSeconds(def) * 1000) }
+      : {}),
   };
 }
 

@@ -18,6 +18,11 @@ export interface DispatchStep {
   completeBy: Date;
   /** Schedule the message this far in the future (backed-off compensation retries). */
   delaySeconds: number;
+  /**
+   * A callback step (waiting.ts): the Agent passes the step's callback URL, with a token valid until
+   * this time (plus the route's grace), and waits for the service's 202, not its outcome.
+   */
+  callbackUntil?: Date;
   /** Sent to the remote service on every attempt of this call. */
   idempotencyKey: string;
   /** For a compensation: the key of the action being undone (what to refund, release...). */
@@ -58,7 +63,8 @@ export interface RaiseOperatorAlert {
   type: 'RaiseOperatorAlert';
   orderId: string;
   run: number;
-  code: ErrorCode;
+  /** ApprovalEscalated: an approval is close to its complete-by (the order is fine). */
+  code: ErrorCode | 'ApprovalEscalated';
   reason: string;
   processState: ProcessState;
   failureCount: number;

@@ -1,6 +1,7 @@
 /** What can happen to an order. Replies name the run and attempt they answer. */
 export type OrderEvent =
-  | { type: 'Submit'; orderId: string }
+  /** `waive`: approval steps this order does not need (its amount; waiting.ts waivedSteps). */
+  | { type: 'Submit'; orderId: string; waive?: readonly string[] }
   | { type: 'Claim'; by: string }
   | { type: 'StepSucceeded'; step: string; run: number; attempt: number }
   | { type: 'StepFailedPermanently'; step: string; run: number; attempt: number; error: string }
@@ -18,5 +19,20 @@ export type OrderEvent =
   | { type: 'CompensationFailed'; step: string; run: number; attempt: number; error: string }
   | { type: 'OperatorResubmit'; by: string }
   | { type: 'OperatorCancel'; by: string; reason?: string }
+  /** A callback step's service accepted the work (202) and will call back: the wait begins. */
+  | { type: 'StepAccepted'; step: string; run: number; attempt: number; reference?: string }
+  /** A waiting step's service reports progress: complete-by moves forward (up to the max). */
+  | { type: 'StepHeartbeat'; step: string; run: number; attempt: number }
+  /** A waiting step's service called back with its outcome (a valid token names the attempt). */
+  | {
+      type: 'CallbackAnswered';
+      step: string;
+      run: number;
+      attempt: number;
+      outcome: 'succeeded' | 'failed';
+      error?: string;
+    }
+  /** An operator decided an approval step. */
+  | { type: 'ApprovalDecided'; by: string; decision: 'approve' | 'refuse'; reason: string }
   /** Skip the back-off of a Pending order: it is due now and its claim goes out now. */
   | { type: 'OperatorRetry'; by: string };

@@ -44,6 +44,10 @@ const eventNames: Record<OrderEvent['type'], string> = {
   OperatorResubmit: 'OperatorResubmit',
   OperatorCancel: 'OperatorCancel',
   OperatorRetry: 'OperatorRetry',
+  StepAccepted: 'StepAccepted',
+  StepHeartbeat: 'StepHeartbeat',
+  CallbackAnswered: 'CallbackAnswered',
+  ApprovalDecided: 'ApprovalDecided',
 };
 
 function actorOf(event: OrderEvent): HistoryActor {
@@ -57,6 +61,7 @@ function actorOf(event: OrderEvent): HistoryActor {
     case 'OperatorResubmit':
     case 'OperatorCancel':
     case 'OperatorRetry':
+    case 'ApprovalDecided':
       return 'operator';
     default:
       return 'agent';
@@ -78,6 +83,9 @@ function errorOf(event: OrderEvent, before: OrderState | null, after: OrderState
   if ('error' in event) return event.error;
   if (event.type === 'StepStalled') return event.detail;
   if (event.type === 'OperatorCancel') return event.reason;
+  if (event.type === 'ApprovalDecided') return `${event.decision}: ${event.reason}`;
+  if (event.type === 'CallbackAnswered' && event.outcome === 'failed')
+    return event.error ?? 'refused by callback';
   if (event.type === 'TimedOut') {
     const timedOut = after.steps.find(
       (s, i) => s.lastError !== null && s.lastError !== before?.steps[i]?.lastError,

@@ -49,10 +49,45 @@ export const orderWorkflow = defineWorkflow({
 });
 
 /**
+ * Version 2 (issue 25): orders above an amount wait for an operator's approval before payment,
+ * and payment confirms later by webhook (the service answers 202 and calls back). Orders on
+ * version 1 finish on version 1. Inventory and shipping are version 1's steps unchanged.
+ */
+export const orderWorkflowV2 = defineWorkflow({
+  name: 'order',
+  version: 2,
+  steps: [
+    orderWorkflow.steps[0],
+    {
+      name: 'approval',
+      // No Agent is called: an operator decides (POST /api/orders/{id}/approval).
+      agent: 'operator',
+      action: 'approve',
+      compensation: null,
+      refusals: demoServiceRefusals,
+      completion: 'approval',
+      wait: { completeBySeconds: 24 * 3600 },
+      approval: { aboveAmount: 1000, escalateBeforeSeconds: 3600, atCompleteBy: 'refuse' },
+    },
+    {
+      name: 'payment',
+      agent: 'payment',
+      action: 'charge',
+      compensation: 'refund',
+      refusals: demoServiceRefusals,
+      completion: 'callback',
+      // The provider confirms within the hour, or keeps the step alive by heartbeats for up to 6 h.
+      wait: { completeBySeconds: 3600, heartbeat: { intervalSeconds: 900, maxSeconds: 6 * 3600 } },
+    },
+    orderWorkflow.steps[2],
+  ],
+});
+
+/**
  * The versions this app holds. A changed process is added as `version: 2` next to version 1, and
  * version 1 is removed once no order on it is in flight (docs/architecture.md).
  */
-export const orderWorkflowVersions = workflowVersions(orderWorkflow);
+export const orderWorkflowVersions = workflowVersions(orderWorkflow, orderWorkflowV2);
 
 export type OrderStep = (typeof orderWorkflow.steps)[number];
 /** The Agents of the order workflow, by name (`inventory`, ...). */

@@ -9,6 +9,7 @@ import {
 } from './commandFactory.js';
 import type { OrderState } from './state.js';
 import { workflowOf, type Workflows } from './workflowVersions.js';
+import { completionOf } from './waiting.js';
 
 /**
  * The messages the recorded state implies should have been sent. A process can die between the
@@ -26,6 +27,10 @@ export function outstandingCommands(workflows: Workflows, state: OrderState, now
     case 'Processing': {
       const i = find('Running');
       if (i < 0 || !workflow) return [];
+      // A step that waits (a callback accepted, an approval) owes no request: nothing is held.
+      if (state.steps[i].waitingSince != null || completionOf(workflow.steps[i]) === 'approval') {
+        return stepCompletedBefore(state, i);
+      }
       // The write that started step i also completed step i - 1: its event went out with it.
       return [...stepCompletedBefore(state, i), dispatchCommand(workflow, state, i, 'do', 0)];
     }

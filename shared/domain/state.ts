@@ -49,6 +49,12 @@ export interface StepState {
   stalls: number;
   /** Stalled undo attempts that timed out in this run (they do not count towards giving up). */
   undoStalls: number;
+  /** A waiting step (waiting.ts): when its wait began (the service's 202, an approval's dispatch). */
+  waitingSince?: Date | null;
+  /** The service's reference for the work it accepted (its 202 answer). */
+  reference?: string | null;
+  /** The outcome a callback or an operator gave, `run:attempt:outcome` (duplicates are told by it). */
+  answer?: string | null;
 }
 
 export interface OrderState {

@@ -8,6 +8,7 @@ import {
 } from './commandFactory.js';
 import { addSeconds } from './clock.js';
 import { TransitionRefused } from './errors.js';
+import { alertMessageId } from './keys.js';
 import type { OrderEvent } from './events.js';
 import { isOrderId } from './orderId.js';
 import type { Policy } from './policy.js';
@@ -15,6 +16,7 @@ import type { CompensationReason, OrderState, StepState, StepStatus } from './st
 import { afterTimeouts, backoffSeconds, isOverdue, owesOperatorAlert } from './supervision.js';
 import { stepDefinition, stepTimeoutSeconds, workflowLabel, type Workflow } from './workflow.js';
 import { versionsOf, workflowOf, type Workflows } from './workflowVersions.js';
+import { completionOf, escalationAt, formatAnswer, heartbeatCompleteBy, waitCompleteBy } from './waiting.js';
 
 export interface Decision {
   state: OrderState;
@@ -43,7 +45,7 @@ export function decide(
     throw refuse('InvalidEvent', 'now is not a date');
   if (state === null) {
     if (event.type !== 'Submit') throw refuse('NoSuchOrder', `${event.type} needs an existing order`);
-    return submit(versionsOf(workflows).latest, event.orderId, now, policy);
+    return submit(versionsOf(workflows).latest, event.orderId, now, policy, event.waive);
   }
   if (event.type === 'Submit') throw refuse('AlreadySubmitted', `order ${state.orderId} exists`);
   const workflow = workflowOf(workflows, state);
@@ -72,7 +74,19 @@ function apply(
       t.claim(event.by);
       break;
     case 'StepSucceeded':
-      t.stepSucceeded(t.currentDo(event));
+      t.stepSucceeded(t.notWaiting(t.currentDo(event)));
+      break;
+    case 'StepAccepted':
+      t.accepted(t.currentDo(event), event.reference);
+      break;
+    case 'StepHeartbeat':
+      t.heartbeat(t.currentDo(event));
+      break;
+    case 'CallbackAnswered':
+      t.callbackAnswered(t.currentDo(event), event);
+      break;
+    case 'ApprovalDecided':
+      t.approvalDecided(event.by, event.decision, event.reason);
       break;
     case 'StepFailedPermanently':
       t.stepFailed(t.currentDo(event), event.error);
@@ -161,7 +175,13 @@ function refuse(code: TransitionRefused['code'], message: string): TransitionRef
   return new TransitionRefused(code, message);
 }
 
-function submit(workflow: Workflow, orderId: string, now: Date, policy: Policy): Decision {
+function submit(
+  workflow: Workflow,
+  orderId: string,
+  now: Date,
+  policy: Policy,
+  waive: readonly string[] = [],
+): Decision {
   if (!isOrderId(orderId)) throw refuse('InvalidEvent', 'Submit needs a valid order id');
   const state: OrderState = {
     orderId,
@@ -180,6 +200,13 @@ function submit(workflow: Workflow, orderId: string, now: Date, policy: Policy):
     updatedAt: now,
     steps: workflow.steps.map((d) => freshStep(d.name, 1)),
   };
+  // An approval the order does not need (its amount) is done from the start: claim skips it.
+  for (const st of state.steps) {
+    if (waive.includes(st.name) && completionOf(stepDefinition(workflow, st.name)) === 'approval') {
+      st.status = 'Completed';
+      st.completedAt = now;
+    }
+  }
   return { state, commands: [notifyCommand(state, now), statusCommand(state, 'received', now)] };
 }
 
@@ -198,6 +225,9 @@ function freshStep(name: string, run: number): StepState {
     stalledAttempt: null,
     stalls: 0,
     undoStalls: 0,
+    waitingSince: null,
+    reference: null,
+    answer: null,
   };
 }
 
@@ -354,6 +384,10 @@ class Transition {
       return;
     }
     const running = this.s.steps.findIndex((st) => st.status === 'Running');
+    if (running >= 0 && completionOf(this.workflow.steps[running]) === 'approval') {
+      this.approvalTimedOut(running);
+      return;
+    }
     if (running >= 0 && this.s.steps[running].stalledAttempt === this.s.steps[running].attempt) {
       this.stalledTimedOut(running);
       return;
@@ -526,13 +560,122 @@ class Transition {
 
   private dispatchDo(i: number): void {
     const step = this.s.steps[i];
+    const def = this.workflow.steps[i];
     step.status = 'Running';
     step.attempt += 1;
     step.stalledAttempt = null;
     step.startedAt = this.now;
+    step.waitingSince = null;
+    step.reference = null;
+    if (completionOf(def) === 'approval') {
+      // No Agent: the wait begins now. The order's complete-by is the escalation, the step's the decision.
+      step.waitingSince = this.now;
+      step.completeBy = waitCompleteBy(def, this.now);
+      this.s.completeBy = escalationAt(def, step.completeBy);
+      return;
+    }
     step.completeBy = addSeconds(this.now, this.stepTimeout(i));
     this.s.completeBy = step.completeBy;
     this.commands.push(dispatchCommand(this.workflow, this.s, i, 'do', 0));
+  }
+
+  /** A step that waits completes only by its callback, an operator or complete-by. */
+  notWaiting(i: number): number {
+    if (completionOf(this.workflow.steps[i]) !== 'reply') {
+      throw refuse('InvalidEvent', `step ${this.s.steps[i].name} completes by its callback, not by a reply`);
+    }
+    return i;
+  }
+
+  private requireCompletion(i: number, completion: 'callback' | 'approval', what: string): void {
+    if (completionOf(this.workflow.steps[i]) !== completion) {
+      throw refuse('InvalidEvent', `${what}: step ${this.s.steps[i].name} is not a ${completion} step`);
+    }
+  }
+
+  /** The service accepted the work (202): the wait begins, complete-by becomes the wait's own. */
+  accepted(i: number, reference: string | undefined): void {
+    this.requireCompletion(i, 'callback', 'StepAccepted');
+    const step = this.s.steps[i];
+    if (step.waitingSince)
+      throw refuse('StaleAttempt', `attempt ${step.attempt} of ${step.name} is already waiting`);
+    step.waitingSince = this.now;
+    step.reference = reference === undefined ? null : clip(String(reference)).slice(0, 200);
+    step.completeBy = waitCompleteBy(this.workflow.steps[i], this.now);
+    this.s.completeBy = step.completeBy;
+  }
+
+  heartbeat(i: number): void {
+    this.requireCompletion(i, 'callback', 'StepHeartbeat');
+    const def = this.workflow.steps[i];
+    if (!def.wait?.heartbeat) throw refuse('InvalidEvent', `step ${def.name} declares no heartbeat`);
+    const step = this.s.steps[i];
+    // A heartbeat before the Agent's 202 was recorded begins the wait too.
+    step.waitingSince ??= this.now;
+    step.completeBy = heartbeatCompleteBy(def, step.waitingSince, step.completeBy ?? this.now, this.now);
+    this.s.completeBy = step.completeBy;
+  }
+
+  callbackAnswered(i: number, e: { outcome: 'succeeded' | 'failed'; error?: string }): void {
+    this.requireCompletion(i, 'callback', 'CallbackAnswered');
+    const step = this.s.steps[i];
+    step.answer = formatAnswer({ run: this.s.run, attempt: step.attempt, outcome: e.outcome });
+    if (e.outcome === 'succeeded') this.stepSucceeded(i);
+    else this.stepFailed(i, e.error ?? 'refused by the service (callback)');
+  }
+
+  approvalDecided(by: string, decision: 'approve' | 'refuse', reason: string): void {
+    if (typeof by !== 'string' || by.trim() === '')
+      throw refuse('InvalidEvent', 'ApprovalDecided needs an operator');
+    if (decision !== 'approve' && decision !== 'refuse')
+      throw refuse('InvalidEvent', 'decision is approve or refuse');
+    this.requireState(['Processing'], 'ApprovalDecided');
+    const i = this.s.steps.findIndex((st) => st.status === 'Running');
+    if (i < 0 || completionOf(this.workflow.steps[i]) !== 'approval') {
+      throw refuse('NotAllowedInState', 'ApprovalDecided: the order is not waiting for an approval');
+    }
+    this.decideApproval(
+      i,
+      decision === 'approve' ? 'succeeded' : 'failed',
+      clip(`refused by ${by}: ${String(reason)}`),
+    );
+  }
+
+  private decideApproval(i: number, outcome: 'succeeded' | 'failed', refusal: string): void {
+    const step = this.s.steps[i];
+    step.answer = formatAnswer({ run: this.s.run, attempt: step.attempt, outcome });
+    if (outcome === 'succeeded') this.stepSucceeded(i);
+    else this.stepFailed(i, refusal);
+  }
+
+  /**
+   * The order's complete-by passed while an approval waits: first the escalation (an alert; the
+   * order's complete-by moves to the step's), then at the step's complete-by the declaration decides.
+   */
+  private approvalTimedOut(i: number): void {
+    const step = this.s.steps[i];
+    const def = this.workflow.steps[i];
+    if (step.completeBy !== null && step.completeBy.getTime() >= this.now.getTime()) {
+      this.s.completeBy = step.completeBy;
+      this.commands.push({
+        type: 'RaiseOperatorAlert',
+        orderId: this.s.orderId,
+        run: this.s.run,
+        code: 'ApprovalEscalated',
+        reason: `approval of step ${step.name} is due by ${step.completeBy.toISOString()}; then it is ${def.approval?.atCompleteBy === 'approve' ? 'approved' : 'refused'} automatically`,
+        processState: this.s.processState,
+        failureCount: this.s.failureCount,
+        at: this.now,
+        messageId: `${alertMessageId(this.s.orderId, 'ApprovalEscalated', this.s.run)}:${step.attempt}`,
+      });
+      return;
+    }
+    const verdict = def.approval?.atCompleteBy === 'approve' ? 'succeeded' : 'failed';
+    this.decideApproval(
+      i,
+      verdict,
+      `no operator decided by ${step.completeBy?.toISOString() ?? 'complete-by'}: refused`,
+    );
   }
 
   private dispatchCompensation(i: number, delaySeconds: number): void {

@@ -1,4 +1,10 @@
 import type { RefusalDeclaration } from './refusals.js';
+import {
+  waitDeclarationProblem,
+  type ApprovalDeclaration,
+  type Completion,
+  type WaitDeclaration,
+} from './waiting.js';
 
 /**
  * A workflow is data: an ordered list of steps. Each step is declared once, here, with everything
@@ -32,6 +38,15 @@ export interface StepDeclaration {
   readonly retry?: StepRetryPolicy;
   /** Which answers of the step's service are a business refusal; every other failure stalls. */
   readonly refusals: RefusalDeclaration;
+  /**
+   * How the step completes (waiting.ts): `reply` (default), `callback` (the service answers 202
+   * and calls back later) or `approval` (an operator decides; no Agent is called).
+   */
+  readonly completion?: Completion;
+  /** A waiting step's own complete-by (minutes to days) and heartbeats. */
+  readonly wait?: WaitDeclaration;
+  /** An approval step: which orders it holds, when it escalates, what complete-by decides. */
+  readonly approval?: ApprovalDeclaration;
 }
 
 /** The Agent's in-call retries. Omitted fields take the Agent's defaults. */
@@ -115,6 +130,8 @@ function checkStep(step: StepDeclaration, agents: Map<string, StepDeclaration>):
     throw new InvalidWorkflow(`step ${step.name}: bad compensation`);
   }
   positiveInteger(step.completeBySeconds, `step ${step.name}: completeBySeconds`);
+  const waitProblem = waitDeclarationProblem(step);
+  if (waitProblem) throw new InvalidWorkflow(`step ${step.name}: ${waitProblem}`);
   for (const [key, value] of Object.entries(step.retry ?? {})) {
     positiveInteger(value as number | undefined, `step ${step.name}: retry.${key}`);
   }

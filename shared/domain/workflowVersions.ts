@@ -51,3 +51,18 @@ export function workflowOf(
   if (!w || w.steps.length !== state.steps.length) return undefined;
   return w.steps.every((def, i) => def.name === state.steps[i].name) ? w : undefined;
 }
+
+/**
+ * The same versions, new orders starting on `version` instead of the latest: a new version is
+ * deployed held first and switched on by a setting (NEW_ORDER_WORKFLOW_VERSION), so it can be
+ * rolled out, and back, without a deployment. Orders keep the version they started on either way.
+ */
+export function startingOn(versions: WorkflowVersions, version: number): WorkflowVersions {
+  const start = versions.all.find((w) => w.version === version);
+  if (!start) {
+    throw new InvalidWorkflow(
+      `new orders cannot start on version ${version}: this app holds ${versions.all.map(workflowLabel).join(', ')}`,
+    );
+  }
+  return Object.freeze({ ...versions, latest: start });
+}

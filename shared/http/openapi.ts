@@ -31,6 +31,13 @@ import {
   orderCountsSchema,
 } from '../orders/operatorViews.js';
 import { consoleAssets } from './consoleApi.js';
+import {
+  approvalBodySchema,
+  callbackAnswerSchema,
+  callbackBodySchema,
+  heartbeatBodySchema,
+  maxCallbackBytes,
+} from '../callbacks/schemas.js';
 import { maxBodyBytes } from './jsonBody.js';
 import { operatorRole } from './operatorAuth.js';
 import { fieldErrorSchema, problemDetailsSchema } from './problem.js';
@@ -73,6 +80,9 @@ const requestSchemas = {
   DeadLetterAction: deadLetterActionSchema,
   BulkRequest: bulkRequestSchema,
   BulkFilter: bulkFilterSchema,
+  CallbackBody: callbackBodySchema,
+  HeartbeatBody: heartbeatBodySchema,
+  ApprovalDecision: approvalBodySchema,
 };
 const responseSchemas = {
   HistoryPage: historyPageSchema,
@@ -95,6 +105,7 @@ const responseSchemas = {
   DeadLetterPage: deadLetterPageSchema,
   DeadLetterMessage: deadLetterMessageSchema,
   DeadLetterResults: deadLetterResultsSchema,
+  CallbackAnswer: callbackAnswerSchema,
 };
 
 function toComponents(
@@ -325,6 +336,29 @@ function operations(): Record<string, Record<string, OperationObject>> {
         },
       },
     },
+    '/orders/{orderId}/approval': {
+      post: {
+        operationId: 'orderApproval',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: "Decide an order's approval step",
+        description:
+          'An order on a workflow version with an approval step (order@2: orders above 1,000) waits for an operator. `approve` goes on to the next step; `refuse` undoes the order like a business refusal. Who and why go to the history (ApprovalDecided).',
+        parameters: [param('OrderId')],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: componentRef('ApprovalDecision') } },
+        },
+        responses: {
+          '202': accepted('Decided; the order goes on (or is being undone).'),
+          '400': problem('The order id or the body is invalid.'),
+          '404': notFound,
+          '409': problem('The order is not waiting for an approval; `processState` says where it is.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    ...callbackPaths(),
     '/deadletters': {
       get: {
         operationId: 'deadLetterCounts',
@@ -548,6 +582,83 @@ function operations(): Record<string, Record<string, OperationObject>> {
   };
 }
 
+/**
+ * The routes a remote service calls back on. No function key, no operator: the token in the path
+ * (signed, bound to order, step, run and attempt, expiring) is the only credential.
+ */
+function callbackPaths(): Record<string, Record<string, OperationObject>> {
+  const token = {
+    name: 'token',
+    in: 'path',
+    required: true,
+    description:
+      "The callback token from the `callbackUrl` the Agent passed with the request (the URL is used as given; it is the service's only credential).",
+    schema: { type: 'string', maxLength: 1024 },
+  };
+  const refused = problem(
+    'The token is forged, altered, signed by a key no longer held, or expired (complete-by plus the grace has passed). Nothing changed.',
+  );
+  const movedOn = problem(
+    "The attempt the token names is no longer current (timed out and retried, cancelled, another outcome recorded): the answer is written to the order's history and changes nothing.",
+  );
+  return {
+    '/callbacks/{token}': {
+      post: {
+        operationId: 'stepCallback',
+        tags: ['callbacks'],
+        security: [],
+        summary: "A waiting step's outcome, from the service that accepted the work",
+        description:
+          'A service that answered the Agent 202 POSTs the outcome here when the work is done. Deliver at least once: retry on 5xx and network errors; 200, 202, 401 and 409 are final.',
+        parameters: [token],
+        requestBody: {
+          required: true,
+          description: `JSON, at most ${maxCallbackBytes} bytes.`,
+          content: { 'application/json': { schema: componentRef('CallbackBody') } },
+        },
+        responses: {
+          '202': json('CallbackAnswer', 'Applied: the step is done (or refused) and the order goes on.', [
+            'Cache-Control',
+          ]),
+          '200': json('CallbackAnswer', 'A duplicate: this outcome of this attempt is recorded already.', [
+            'Cache-Control',
+          ]),
+          '400': problem('The body is not a callback (see CallbackBody).'),
+          '401': refused,
+          '409': movedOn,
+          '413': problem(`The body is larger than ${maxCallbackBytes} bytes.`),
+          '415': problem('The body is not JSON.'),
+          ...failures,
+        },
+      },
+    },
+    '/callbacks/{token}/heartbeat': {
+      post: {
+        operationId: 'stepHeartbeat',
+        tags: ['callbacks'],
+        security: [],
+        summary: 'Progress of a waiting step: moves its complete-by forward',
+        description:
+          'For a step that declares heartbeats: complete-by moves to the heartbeat interval from now, never past the declared maximum. A step whose heartbeats stop times out at its heartbeat deadline. The body is optional.',
+        parameters: [token],
+        requestBody: {
+          required: false,
+          content: { 'application/json': { schema: componentRef('HeartbeatBody') } },
+        },
+        responses: {
+          '202': json('CallbackAnswer', 'Complete-by moved (`completeBy`).', ['Cache-Control']),
+          '400': problem('The body is invalid, or the step declares no heartbeat.'),
+          '401': refused,
+          '409': movedOn,
+          '413': problem(`The body is larger than ${maxCallbackBytes} bytes.`),
+          '415': problem('The body is not JSON.'),
+          ...failures,
+        },
+      },
+    },
+  };
+}
+
 function parameters(): JsonSchema {
   return {
     OrderId: {
@@ -710,6 +821,11 @@ export function openApiDocument(): OpenApiDocument {
         name: 'operator',
         description:
           'For operators: find orders by state, resubmit or cancel them; read, redrive or discard dead letters.',
+      },
+      {
+        name: 'callbacks',
+        description:
+          'For remote services: the outcome and progress of work they accepted for a waiting step, authorized by the token in the URL the Agent passed them.',
       },
       { name: 'meta', description: 'About the API itself.' },
     ],

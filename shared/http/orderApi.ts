@@ -12,6 +12,7 @@ import {
   type OrderEvent,
   type OrderState,
 } from '../domain/index.js';
+import { waivedSteps } from '../domain/waiting.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
@@ -150,7 +151,9 @@ export async function submitOrder(
   }
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
-  const submitted: OrderEvent = { type: 'Submit', orderId };
+  // An approval step holds only orders above its amount (domain/waiting.ts).
+  const waive = waivedSteps(deps.workflows.latest.steps, order);
+  const submitted: OrderEvent = { type: 'Submit', orderId, ...(waive.length > 0 ? { waive } : {}) };
   const decision = decide(deps.workflows, null, submitted, now, deps.policy);
   annotate(stateFields(decision.state));
   try {

@@ -46,6 +46,7 @@ export function toMessage(command: Command, order: Order, now: Date): Addressed 
         completeBy: command.completeBy.toISOString(),
         idempotencyKey: command.idempotencyKey,
         payload: payloadFor(order, command.kind === 'compensate' ? command.actionIdempotencyKey : undefined),
+        ...(command.callbackUntil ? { callbackUntil: command.callbackUntil.toISOString() } : {}),
       };
       const message: OutgoingMessage = {
         messageId: command.messageId,

@@ -42,7 +42,9 @@ export const agentReplySchema = z
     step: stepName,
     kind,
     attempt,
-    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started']),
+    /** `accepted`: a callback step's service took the work (202) and will call back. */
+    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started', 'accepted']),
+    reference: z.string().max(200).optional(),
     result: z.unknown().optional(),
     error: z
       .object({ status: z.number().int().optional(), message: z.string().max(2000) })
@@ -65,6 +67,8 @@ export const agentRequestSchema = z
     attempt,
     completeBy: isoDate,
     idempotencyKey: z.string().min(1).max(200),
+    /** A callback step: the token the Agent mints for the service is valid until then (plus grace). */
+    callbackUntil: isoDate.optional(),
     payload: z.record(z.string(), z.unknown()),
   })
   .strict();

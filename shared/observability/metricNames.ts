@@ -29,6 +29,14 @@ export const metricNames = {
   ordersOldestInFlightAge: 'orders.oldest_in_flight_age',
   /** Gauge, attribute `entity`: dead-lettered messages per queue or subscription. */
   deadLetters: 'deadletters',
+  /** UpDownCounter, attribute `step`: steps waiting for a callback or an operator (waitingMetrics.ts). */
+  stepsWaiting: 'steps.waiting',
+  /** UpDownCounter, attribute `step`: approval steps waiting for an operator. */
+  approvalsPending: 'approvals.pending',
+  /** Counter, attributes `verdict` (applied, duplicate, moved-on), `kind` (outcome, heartbeat). */
+  callbacksReceived: 'callbacks.received',
+  /** Counter, attribute `reason`: callbacks refused (forged, expired, malformed, bad-body, too-large). */
+  callbacksRefused: 'callbacks.refused',
 } as const;
 
 export type MetricName = (typeof metricNames)[keyof typeof metricNames];

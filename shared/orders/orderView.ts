@@ -61,6 +61,14 @@ export const stepViewSchema = z.strictObject({
   startedAt: timestamp.nullable(),
   completedAt: timestamp.nullable(),
   compensatedAt: timestamp.nullable(),
+  waitingSince: timestamp.optional().meta({
+    description:
+      'A waiting step (callback or approval): when its wait began. Present only while it waits or after it waited.',
+  }),
+  reference: z
+    .string()
+    .optional()
+    .meta({ description: "The remote service's reference for the accepted work." }),
 });
 
 export const orderViewSchema = z.strictObject({
@@ -146,6 +154,8 @@ export function orderView(order: Order | undefined, state: OrderState): OrderVie
       startedAt: iso(s.startedAt),
       completedAt: iso(s.completedAt),
       compensatedAt: iso(s.compensatedAt),
+      ...(s.waitingSince ? { waitingSince: s.waitingSince.toISOString() } : {}),
+      ...(s.reference ? { reference: s.reference } : {}),
     })),
   };
 }

@@ -54,6 +54,15 @@ function replyEvent(reply: AgentReplyMessage): OrderEvent {
   const error = reply.error
     ? `${reply.error.status === undefined ? '' : `${reply.error.status}: `}${reply.error.message}`
     : 'no detail';
+  if (reply.outcome === 'accepted') {
+    return {
+      type: 'StepAccepted',
+      step,
+      run,
+      attempt,
+      ...(reply.reference ? { reference: reply.reference } : {}),
+    };
+  }
   if (reply.outcome === 'stalled')
     return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: error };
   // Never picked up in time says nothing about the order: retried like a stall, no failure counted.

@@ -49,6 +49,13 @@ export interface SweepResult {
 
 type IndexRow = Row & { CheckAfter?: Date; PutAt?: Date };
 
+/**
+ * How long the sweep leaves an order that waits (a callback, an operator: the state row's
+ * `Waiting`) before reading it again: 4 reads a day instead of one per recheck. Safe because every
+ * write that ends a wait with an earlier complete-by puts the index row first (StateStore.save).
+ */
+export const waitingRecheckSeconds = 6 * 3600;
+
 /** Default grace: host.json's functionTimeout (10 min), the longest a writer can stall. */
 export const defaultIndexGraceSeconds = 600;
 
@@ -191,7 +198,14 @@ export class InFlightIndex {
     }
     try {
       await this.table.updateEntity(
-        { partitionKey: row.partitionKey, rowKey: row.rowKey, CheckAfter: this.checkAfter(completeBy, now) },
+        {
+          partitionKey: row.partitionKey,
+          rowKey: row.rowKey,
+          CheckAfter:
+            state.Waiting === true
+              ? new Date(Math.min(completeBy.getTime(), now.getTime() + waitingRecheckSeconds * 1000))
+              : this.checkAfter(completeBy, now),
+        },
         'Merge',
         { etag: row.etag },
       );
@@ -238,7 +252,7 @@ export class InFlightIndex {
   private async getStateRow(orderId: string): Promise<Row | null> {
     try {
       const row = await this.orders.getEntity<Record<string, unknown>>(orderId, stateRowKey, {
-        queryOptions: { select: ['ProcessState', 'CompleteBy'] },
+        queryOptions: { select: ['ProcessState', 'CompleteBy', 'Waiting'] },
       });
       this.metrics.entitiesRead += 1;
       return row as Row;

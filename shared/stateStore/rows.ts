@@ -1,6 +1,7 @@
 import type { TableEntity, TableEntityResult } from '@azure/data-tables';
 import type { Order } from '../domain/order.js';
 import type { OrderState, StepState } from '../domain/state.js';
+import { waitingStep } from '../domain/waiting.js';
 
 /**
  * Row layout of one order's partition (PartitionKey = orderId):
@@ -68,6 +69,8 @@ export function stateToRow(s: OrderState): TableEntity<Props> {
       CreatedAt: s.createdAt,
       UpdatedAt: s.updatedAt,
       StepCount: s.steps.length,
+      // A step waits for a callback or an operator: the sweep reads the order seldom (inFlightIndex.ts).
+      Waiting: waitingStep(s) ? true : null,
     }),
   };
 }
@@ -91,6 +94,9 @@ export function stepToRow(orderId: string, index: number, st: StepState): TableE
       StalledAttempt: st.stalledAttempt,
       Stalls: st.stalls || null,
       UndoStalls: st.undoStalls || null,
+      WaitingSince: st.waitingSince ?? null,
+      Reference: st.reference ?? null,
+      Answer: st.answer ?? null,
     }),
   };
 }
@@ -130,6 +136,9 @@ export function rowToStep(row: Row): StepState {
     stalledAttempt: typeof row.StalledAttempt === 'number' ? row.StalledAttempt : null,
     stalls: num(row.Stalls),
     undoStalls: num(row.UndoStalls),
+    waitingSince: date(row.WaitingSince),
+    reference: str(row.Reference),
+    answer: str(row.Answer),
   };
 }
 

@@ -4,6 +4,7 @@ import type { StateStoreConnection } from '../config/settings.js';
 import type { Order } from '../domain/order.js';
 import { assertOrderId } from '../domain/orderId.js';
 import { isTerminal, processStates, type OrderState, type ProcessState } from '../domain/state.js';
+import { waitingStep } from '../domain/waiting.js';
 import type { Decision } from '../domain/transition.js';
 import { ensureTable, tableClient } from './clients.js';
 import {
@@ -286,6 +287,10 @@ export class StateStore {
     // The index row's ETag travels in the state row (Replace would drop it otherwise).
     let indexEtag = current.etags.index;
     if (reopening) indexEtag = await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
+    // A wait the sweep reads only every few hours ends (or is cut short): the next deadline first.
+    else if (endsWaitEarlier(current.state, next)) {
+      indexEtag = await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
+    }
     const version = current.state.workflowVersion;
     const moving = next.processState !== current.state.processState;
     const since = moving ? next.updatedAt : (current.stateSince ?? null);
@@ -687,6 +692,13 @@ export class StateStore {
       throw e;
     }
   }
+}
+
+/** An order that waited (Waiting on its state row) moves to a complete-by earlier than the wait's. */
+function endsWaitEarlier(before: OrderState, next: OrderState): boolean {
+  if (!waitingStep(before) || isTerminal(next.processState)) return false;
+  if (!waitingStep(next)) return true;
+  return (next.completeBy?.getTime() ?? 0) < (before.completeBy?.getTime() ?? 0);
 }
 
 /** What the state index lists an order under. */

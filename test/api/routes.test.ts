@@ -30,6 +30,8 @@ describe('the API answers as its OpenAPI document says', () => {
         FAILURE_HARD_THRESHOLD: '2',
         // Long enough to catch an order waiting out its back-off (retry skips it).
         EXTENDED_BACKOFF_SECONDS: '60',
+        // order@2: an approval step and payment by webhook, for the waiting-step routes.
+        NEW_ORDER_WORKFLOW_VERSION: '2',
       },
     });
     validator = await OpenApiValidator.served(stack.baseUrl);
@@ -130,8 +132,8 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.deepEqual(documentedOps, registered.sort());
     assert.equal(
       documentedOps.filter((k) => k.endsWith(' operator')).length,
-      14,
-      "list, counts, changes, history, resubmit, cancel, retry, bulk, the four dead-letter routes, the console and the console's order are the operator operations",
+      15,
+      "list, counts, changes, history, resubmit, cancel, retry, approval, bulk, the four dead-letter routes, the console and the console's order are the operator operations",
     );
   });
 
@@ -468,6 +470,78 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal((await operator('GET', `/console/orders/${randomUUID()}`)).status, 404);
     assert.equal((await call('GET', `/console/orders/${id}`, { as: 'nobody' })).status, 401);
     assert.equal((await call('GET', `/console/orders/${id}`)).status, 403);
+  });
+
+  it('the waiting-step routes: callbacks (token only) and an approval (operator)', async () => {
+    const submit = async (unitPrice: number) => {
+      const body = { ...orderBody(['SKU-1']), items: [{ sku: 'SKU-1', quantity: 1, unitPrice }] };
+      const res = await call('POST', '/orders', { json: body, headers: { 'idempotency-key': randomUUID() } });
+      assert.equal(res.status, 202);
+      return String(res.body.orderId);
+    };
+    const view = async (id: string) =>
+      (await call('GET', `/orders/${id}`)).body as { steps: Array<Record<string, unknown>> };
+    // A callback the service "lost": the test sends it itself.
+    stack.remote.payment.setFaults({ callbackLossRate: 1 });
+    const paid = await submit(10);
+    const url = await waitFor(
+      'the payment service to accept',
+      () =>
+        stack.remote.payment.webhooks().find((w) => w.outcome === 'lost' && w.url.includes('/callbacks/'))
+          ?.url,
+    );
+    stack.remote.payment.setFaults({});
+    const path = url.slice(url.indexOf('/callbacks/'));
+    const post = (p: string, body: unknown, raw?: string) =>
+      call('POST', p, {
+        as: 'nobody',
+        ...(raw !== undefined ? { raw, headers: { 'content-type': 'application/json' } } : { json: body }),
+      });
+    await waitFor('payment to wait', async () =>
+      (await view(paid)).steps.find((s) => s.name === 'payment' && s.waitingSince) ? true : undefined,
+    );
+    assert.equal((await post(`${path}/heartbeat`, { progress: 'half' })).status, 202);
+    assert.equal((await post(`${path}/heartbeat`, { nope: 1 })).status, 400);
+    assert.equal(
+      (
+        await call('POST', `${path}/heartbeat`, {
+          as: 'nobody',
+          raw: 'x',
+          headers: { 'content-type': 'text/plain' },
+        })
+      ).status,
+      415,
+    );
+    assert.equal((await post(`${path}/heartbeat`, { progress: 'x'.repeat(20_000) })).status, 413);
+    assert.equal((await post(path, { outcome: 'succeeded', reference: 'ch' })).status, 202);
+    assert.equal((await post(path, { outcome: 'succeeded' })).status, 200);
+    assert.equal((await post(path, { outcome: 'failed', error: { message: 'no' } })).status, 409);
+    assert.equal((await post(`${path}/heartbeat`, {})).status, 409);
+    assert.equal((await post('/callbacks/cb1.x.y.z', { outcome: 'succeeded' })).status, 401);
+    assert.equal((await post('/callbacks/cb1.x.y.z/heartbeat', {})).status, 401);
+    assert.equal((await post(path, { outcome: 'perhaps' })).status, 400);
+    assert.equal((await post(path, undefined, '{"outcome":')).status, 400);
+    assert.equal(
+      (await call('POST', path, { as: 'nobody', raw: 'x', headers: { 'content-type': 'text/plain' } }))
+        .status,
+      415,
+    );
+    assert.equal((await post(path, { outcome: 'succeeded', reference: 'r'.repeat(20_000) })).status, 413);
+
+    const big = await submit(2000);
+    await waitFor('approval to wait', async () =>
+      (await view(big)).steps.find((s) => s.name === 'approval' && s.waitingSince) ? true : undefined,
+    );
+    const approval = (id: string, json: unknown, as: Caller = 'operator') =>
+      call('POST', `/orders/${id}/approval`, { json, as });
+    const decision = { decision: 'approve', reason: 'checked' };
+    assert.equal((await approval(big, decision, 'nobody')).status, 401);
+    assert.equal((await approval(big, decision, 'client')).status, 403);
+    assert.equal((await approval('NOT-AN-ID', decision)).status, 400);
+    assert.equal((await approval(big, { decision: 'maybe' })).status, 400);
+    assert.equal((await approval(randomUUID(), decision)).status, 404);
+    assert.equal((await approval(big, decision)).status, 202);
+    assert.equal((await approval(big, decision)).status, 409);
   });
 
   it('every documented status was answered at least once (but 500 and 503)', () => {

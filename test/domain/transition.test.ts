@@ -64,6 +64,19 @@ function eventFor(type: OrderEvent['type'], s: OrderState): OrderEvent {
       return { type, by: 'op', reason: 'customer asked' };
     case 'OperatorRetry':
       return { type, by: 'op' };
+    case 'StepAccepted':
+    case 'StepHeartbeat':
+      return { type, step: running.name, run: s.run, attempt: Math.max(1, running.attempt) };
+    case 'CallbackAnswered':
+      return {
+        type,
+        step: running.name,
+        run: s.run,
+        attempt: Math.max(1, running.attempt),
+        outcome: 'succeeded',
+      };
+    case 'ApprovalDecided':
+      return { type, by: 'op', decision: 'approve', reason: 'checked' };
   }
 }
 
@@ -102,6 +115,11 @@ const table: Record<OrderEvent['type'], Record<ProcessState, Expect>> = {
   },
   // At this `now` every back-off has ended: nothing to skip (retry in a back-off: retryNow.test.ts).
   OperatorRetry: refusedEverywhere('NotAllowedInState'),
+  // order@1 has no waiting step: its steps complete by their replies (waiting: callbacks.test.ts).
+  StepAccepted: { ...refusedEverywhere('StaleAttempt'), Processing: 'InvalidEvent' },
+  StepHeartbeat: { ...refusedEverywhere('StaleAttempt'), Processing: 'InvalidEvent' },
+  CallbackAnswered: { ...refusedEverywhere('StaleAttempt'), Processing: 'InvalidEvent' },
+  ApprovalDecided: refusedEverywhere('NotAllowedInState'),
 };
 
 for (const [type, row] of Object.entries(table) as [OrderEvent['type'], Record<ProcessState, Expect>][]) {

@@ -74,8 +74,11 @@ const queriesOf = (files: BicepFile[]) => {
   return alerts.map((a) => ({ where: `${a.file}:${a.symbol}`, query: a.query }));
 };
 
-test('the metric names are the eleven the alerts and the workbook read, under the order-processing meter', () => {
+test('the metric names are the fifteen the alerts and the workbook read, under the order-processing meter', () => {
   assert.deepEqual([...known].sort(), [
+    'approvals.pending',
+    'callbacks.received',
+    'callbacks.refused',
     'deadletters',
     'orders.compensations',
     'orders.given_up',
@@ -87,6 +90,7 @@ test('the metric names are the eleven the alerts and the workbook read, under th
     'step.attempts',
     'step.duration',
     'step.timeouts',
+    'steps.waiting',
   ]);
   assert.deepEqual(kqlMetricNames('customMetrics | where name in ("a", "b") or name == "c" or name =~ "d"'), [
     'c',
