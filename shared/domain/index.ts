@@ -20,3 +20,4 @@ export * from './workflow.js';
 export * from './workflowVersions.js';
 export * from './unreadRequests.js';
 export * from './history.js';
+export * from './callBudget.js';
