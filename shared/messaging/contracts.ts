@@ -42,8 +42,10 @@ export const agentReplySchema = z
     step: stepName,
     kind,
     attempt,
-    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started']),
+    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started', 'waiting']),
     result: z.unknown().optional(),
+    /** `waiting`: the complete-by the re-sent request carries (the wait for a call slot added). */
+    completeBy: isoDate.optional(),
     error: z
       .object({ status: z.number().int().optional(), message: z.string().max(2000) })
       .strict()
@@ -66,6 +68,9 @@ export const agentRequestSchema = z
     completeBy: isoDate,
     idempotencyKey: z.string().min(1).max(200),
     payload: z.record(z.string(), z.unknown()),
+    /** Sent back to wait for a call slot (issue 26): since when, and how often. */
+    waitingSince: isoDate.optional(),
+    waits: z.number().int().min(1).max(100_000).optional(),
   })
   .strict();
 
