@@ -125,6 +125,8 @@ export interface Want {
   rate: number;
   /** Calls it would have in flight at once. */
   concurrency: number;
+  /** Calls it has in flight now (on slots of its previous grant). */
+  inFlight?: number;
 }
 
 /**
@@ -156,11 +158,15 @@ export function renewGrant(
   )[everyone.length - 1];
   const heldRate = live.reduce((a, g) => a + g.rate, 0);
   const heldConc = live.reduce((a, g) => a + g.concurrency, 0);
+  const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
+  const keep = Math.min(want.inFlight ?? 0, previous?.concurrency ?? 0);
   const grant: BudgetGrant = {
     instance,
     rate: Math.max(0, Math.min(rateTarget, rateCap - heldRate)),
+    // Never below the calls still in flight on a slot it held: others could take the slot while
+    // those calls run and the service would see more at once than it allows.
     concurrency: Number.isFinite(concCap)
-      ? Math.max(0, Math.min(concTarget, concCap - heldConc))
+      ? Math.max(0, Math.min(Math.max(concTarget, keep), concCap - heldConc))
       : Number.POSITIVE_INFINITY,
     wantRate: want.rate,
     wantConcurrency: want.concurrency,

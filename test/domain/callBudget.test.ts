@@ -71,6 +71,17 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(r.grant.concurrency, 4);
   });
 
+  it('a shrinking grant keeps the slots its calls in flight still use', () => {
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 50 }, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 50, concurrency: 50 }, limits, 10, leaseMs).row;
+    const a = renewGrant(row, 'a', { rate: 50, concurrency: 50, inFlight: 7 }, limits, 20, leaseMs);
+    assert.equal(a.grant.concurrency, 7, 'fair is 4, but 7 calls still run');
+    assert.equal(
+      renewGrant(a.row, 'b', { rate: 50, concurrency: 50 }, limits, 30, leaseMs).grant.concurrency,
+      1,
+    );
+  });
+
   it('an expired grant is freed only after the grace', () => {
     let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 50 }, limits, 0, leaseMs).row;
     assert.equal(
@@ -94,6 +105,7 @@ describe('call budget: lease renewals never grant more than the limits together'
       instance: fc.constantFrom('a', 'b', 'c', 'd', 'e'),
       wantRate: fc.double({ min: 0, max: 60, noNaN: true }),
       wantConc: fc.integer({ min: 0, max: 20 }),
+      inFlight: fc.integer({ min: 0, max: 10 }),
       dt: fc.integer({ min: 0, max: 4_000 }),
       refuse: fc.boolean(),
     });
