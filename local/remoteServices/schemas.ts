@@ -35,6 +35,8 @@ export const faultSettingsSchema = z.strictObject({
    * cleared: a revoked credential (401), a missing permission (403), a wrong route (404)...
    */
   answerStatus: z.number().int().min(400).max(599).optional(),
+  /** Sent as Retry-After (seconds) with `answerStatus`: a 429 storm that says when to come back. */
+  retryAfterSeconds: z.number().int().min(0).max(3600).optional(),
 });
 
 export type FaultSettings = z.infer<typeof faultSettingsSchema>;

@@ -105,10 +105,12 @@ export class ServiceCallGate {
     const a = admit(this.pacer, { customer: request.customer, waited: request.waited }, t, {
       customerShare: this.o.customerShare,
       callMs: this.typicalCallMs(),
-      leaseMs: this.o.leaseMs,
+      leaseMs: Math.min(this.o.leaseMs, 1_100),
       horizonMs: Math.max(10_000, 2 * this.o.leaseMs),
+      maxHoldMs: 50,
     });
     if (a.kind === 'start') {
+      if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs));
       this.started += 1;
       this.peakInFlight = Math.max(this.peakInFlight, this.pacer.inFlight);
       this.waiting.delete(request.key);
@@ -263,7 +265,11 @@ export class ServiceCallGate {
     if (!mine) return;
     this.pacer.rate = mine.rate;
     this.pacer.concurrency = mine.concurrency;
-    this.grantExpiresAt = mine.expiresAt;
+    // With nothing granted, ask again as soon as what others gave back is free (one window).
+    this.grantExpiresAt =
+      mine.rate > 0 && mine.concurrency > 0
+        ? mine.expiresAt
+        : Math.min(mine.expiresAt, this.o.clock.now().getTime() + 1_100);
   }
 }
 

@@ -28,6 +28,16 @@ export interface BudgetGrant {
   wantConcurrency: number;
   /** Epoch ms: after this (plus the grace) the grant is free for others. */
   expiresAt: number;
+  /** A rate given back still counts until `heldUntil` (one window). */
+  heldRate?: number;
+  heldUntil?: number;
+}
+
+/** The window a rate limit is counted over. */
+export const rateWindowMs = 1_000;
+
+function heldRateOf(g: BudgetGrant, now: number): number {
+  return g.heldUntil !== undefined && g.heldUntil > now ? Math.max(g.rate, g.heldRate ?? 0) : g.rate;
 }
 
 /** The lease row's content: the grants and the service's pushback. */
@@ -148,21 +158,35 @@ export function renewGrant(
   const rateCap = rateInForceIgnoringPause(limits, adapted);
   const concCap = limits.maxConcurrentCalls ?? Number.POSITIVE_INFINITY;
   const everyone = [...live, { wantRate: want.rate, wantConcurrency: want.concurrency }];
-  const rateTarget = fairShares(
-    rateCap,
-    everyone.map((g) => g.wantRate),
+  const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
+  const rateTarget = (
+    wholeRates
+      ? integerShares(
+          Math.floor(rateCap + 1e-9),
+          everyone.map((g) => g.wantRate),
+        )
+      : fairShares(
+          rateCap,
+          everyone.map((g) => g.wantRate),
+        )
   )[everyone.length - 1];
   const concTarget = integerShares(
     concCap,
     everyone.map((g) => g.wantConcurrency),
   )[everyone.length - 1];
-  const heldRate = live.reduce((a, g) => a + g.rate, 0);
+  // Rate given back stays counted for one window after: calls started under it are still in
+  // the service's last second, and a taker starting at once would put that second over the limit.
+  const heldRate = live.reduce((a, g) => a + heldRateOf(g, now), 0);
   const heldConc = live.reduce((a, g) => a + g.concurrency, 0);
   const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
   const keep = Math.min(want.inFlight ?? 0, previous?.concurrency ?? 0);
+  // Whole calls per second when the rate allows one each: a fractional share lets each instance's
+  // paced starts round up within a window, and the rounding adds up across instances.
+  const whole = (x: number) => (wholeRates ? Math.floor(x + 1e-9) : x);
+  const rate = Math.max(0, whole(Math.min(rateTarget, rateCap - heldRate)));
   const grant: BudgetGrant = {
     instance,
-    rate: Math.max(0, Math.min(rateTarget, rateCap - heldRate)),
+    rate,
     // Never below the calls still in flight on a slot it held: others could take the slot while
     // those calls run and the service would see more at once than it allows.
     concurrency: Number.isFinite(concCap)
@@ -172,6 +196,13 @@ export function renewGrant(
     wantConcurrency: want.concurrency,
     expiresAt: now + leaseMs,
   };
+  if (previous && rate < heldRateOf(previous, now)) {
+    grant.heldRate = heldRateOf(previous, now);
+    grant.heldUntil = now + rateWindowMs;
+  } else if (previous?.heldUntil !== undefined && previous.heldUntil > now) {
+    grant.heldRate = previous.heldRate;
+    grant.heldUntil = previous.heldUntil;
+  }
   return { row: { ...adapted, grants: [...live, grant] }, grant };
 }
 
@@ -185,7 +216,7 @@ function rateInForceIgnoringPause(limits: CallLimits, row: BudgetRow): number {
 /** Additive increase: one step per lease period without a refusal, up to the declared rate. */
 export function raiseRate(row: BudgetRow, now: number, leaseMs: number): BudgetRow {
   if (row.rateFactor >= 1) return row;
-  const quiet = now - Math.max(row.refusedAt, row.raisedAt);
+  const quiet = now - Math.max(row.refusedAt, row.raisedAt, row.pausedUntil);
   if (quiet < leaseMs) return row;
   return { ...row, rateFactor: Math.min(1, row.rateFactor + aimd.increase), raisedAt: now };
 }
@@ -246,7 +277,8 @@ export interface CallRequest {
 }
 
 export type CallAdmission =
-  | { kind: 'start' }
+  /** Call now, or after `delayMs` (a moment before its paced slot). */
+  | { kind: 'start'; delayMs?: number }
   /** Send the request back to the queue, to be read again at `at` (epoch ms). */
   | { kind: 'wait'; at: number; reason: 'paused' | 'rate' | 'concurrency' | 'no-grant' | 'share' };
 
@@ -259,6 +291,8 @@ export interface PacingOptions {
   leaseMs: number;
   /** How far ahead slots are booked: one customer holds at most its share of them. */
   horizonMs: number;
+  /** A start due this soon (at most a quarter of the spacing) waits in place instead of re-queueing. */
+  maxHoldMs?: number;
 }
 
 /** Decides whether a request starts now; mutates the pacer (a start counts, a wait books a slot). */
@@ -270,11 +304,15 @@ export function admit(p: Pacer, request: CallRequest, now: number, options: Paci
   const spacing = spacingOf(p);
   // A fresh request must not take a slot booked for one that waited (its place is kept).
   const booked = !request.waited && p.book.some((b) => b.at < now + spacing);
-  if (!booked && p.nextStartAt <= now && p.inFlight < p.concurrency) {
+  // A start due within a moment waits that moment in place (pacing, not waiting): a request woken
+  // a few ms before its slot must not lose it to a round trip through the queue.
+  const hold = Math.min(options.maxHoldMs ?? 0, spacing / 4);
+  if (!booked && p.nextStartAt - now <= hold && p.inFlight < p.concurrency) {
     if (request.waited) p.book = dropFirst(p.book, request.customer);
-    p.nextStartAt = Math.max(p.nextStartAt, now) + spacing;
+    const startAt = Math.max(p.nextStartAt, now);
+    p.nextStartAt = startAt + spacing;
     p.inFlight += 1;
-    return { kind: 'start' };
+    return startAt > now ? { kind: 'start', delayMs: startAt - now } : { kind: 'start' };
   }
   if (request.waited) p.book = dropFirst(p.book, request.customer);
   const reason = p.inFlight >= p.concurrency ? 'concurrency' : 'rate';

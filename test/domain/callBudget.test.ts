@@ -67,8 +67,22 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(r.grant.rate, 10, 'a gives back to its fair share at once');
     assert.equal(r.grant.concurrency, 4);
     r = renewGrant(row, 'b', want, limits, 1_100, leaseMs);
+    assert.equal(r.grant.rate, 0, 'what a gave back counts for one more window');
+    assert.equal(r.grant.concurrency, 4);
+    r = renewGrant(r.row, 'b', want, limits, 2_001, leaseMs);
     assert.equal(r.grant.rate, 10);
     assert.equal(r.grant.concurrency, 4);
+  });
+
+  it('rate given back is taken by others only a window later; shares are whole calls per second', () => {
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 1 }, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 50, concurrency: 1 }, limits, 10, leaseMs).row;
+    row = renewGrant(row, 'c', { rate: 50, concurrency: 1 }, limits, 20, leaseMs).row;
+    const a = renewGrant(row, 'a', { rate: 50, concurrency: 1 }, limits, 100, leaseMs);
+    assert.equal(a.grant.rate, 6, '20 over three: 7, 7, 6 (whole calls)');
+    assert.equal(renewGrant(a.row, 'b', { rate: 50, concurrency: 1 }, limits, 200, leaseMs).grant.rate, 0);
+    const b = renewGrant(a.row, 'b', { rate: 50, concurrency: 1 }, limits, 1_101, leaseMs);
+    assert.ok(b.grant.rate >= 6 && Number.isInteger(b.grant.rate), `b: ${b.grant.rate}`);
   });
 
   it('a shrinking grant keeps the slots its calls in flight still use', () => {
@@ -152,10 +166,10 @@ describe('call budget: a 429 pauses everyone and the rate adapts (AIMD)', () => 
 
   it('raises slowly: one step per quiet lease period, up to the declared rate', () => {
     let row = afterRefusal({ ...emptyBudgetRow }, 0, 1_000, 500);
-    assert.equal(raiseRate(row, leaseMs - 1, leaseMs), row, 'not within a period of the refusal');
-    row = raiseRate(row, leaseMs, leaseMs);
+    assert.equal(raiseRate(row, 1_000 + leaseMs - 1, leaseMs), row, 'not within a period of the pause');
+    row = raiseRate(row, 1_000 + leaseMs, leaseMs);
     assert.ok(Math.abs(row.rateFactor - 0.6) < 1e-9);
-    assert.equal(raiseRate(row, leaseMs + 10, leaseMs), row, 'one step per period');
+    assert.equal(raiseRate(row, 1_000 + leaseMs + 10, leaseMs), row, 'one step per period');
     for (let t = 2; t < 20; t++) row = raiseRate(row, t * leaseMs, leaseMs);
     assert.equal(row.rateFactor, 1);
   });
@@ -185,11 +199,23 @@ describe('call budget: pacing inside a grant', () => {
         const p = pacer(7, 100);
         const starts: number[] = [];
         for (const t of [...arrivals].sort((a, b) => a - b)) {
-          if (admit(p, { customer: 'x', waited: t % 2 === 0 }, t, options).kind === 'start') starts.push(t);
+          const a = admit(p, { customer: 'x', waited: t % 2 === 0 }, t, { ...options, maxHoldMs: 50 });
+          if (a.kind === 'start') starts.push(t + (a.delayMs ?? 0));
         }
         for (const s of starts) assert.ok(starts.filter((u) => u >= s && u < s + 1000).length <= 7);
       }),
     );
+  });
+
+  it('a request due within a moment of its slot waits that moment in place instead of re-queueing', () => {
+    const p = pacer(5, 5);
+    admit(p, { customer: 'x', waited: false }, 0, { ...options, maxHoldMs: 50 });
+    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 190, { ...options, maxHoldMs: 50 }), {
+      kind: 'start',
+      delayMs: 10,
+    });
+    const early = admit(p, { customer: 'x', waited: true }, 300, { ...options, maxHoldMs: 50 });
+    assert.equal(early.kind, 'wait', '100 ms early is more than the hold');
   });
 
   it('a paused pacer starts nothing and books from the end of the pause', () => {
