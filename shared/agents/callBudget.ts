@@ -11,6 +11,7 @@ import {
   type Clock,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
+import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
 import type { CallBudgetTable, GrantReport, ReportedGrant } from '../stateStore/callBudgetTable.js';
 
 /**
@@ -115,6 +116,7 @@ export class ServiceCallGate {
       this.peakInFlight = Math.max(this.peakInFlight, this.pacer.inFlight);
       this.waiting.delete(request.key);
     } else {
+      recordCallWait(this.o.service, a.reason);
       if (a.reason === 'concurrency') this.concurrencyWaits += 1;
       this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });
     }
@@ -138,6 +140,7 @@ export class ServiceCallGate {
     const fresh = now >= this.pacer.pausedUntil;
     this.pacer.pausedUntil = Math.max(this.pacer.pausedUntil, until);
     if (!fresh || this.pausing) return;
+    recordCallPause(this.o.service);
     this.pausing = (async () => {
       const table = await this.o.table;
       // afterRefusal keeps each grant's other fields (the instances' reports) as they were.
@@ -237,6 +240,7 @@ export class ServiceCallGate {
       inFlight: this.pacer.inFlight,
     };
     const snap = this.snapshot();
+    recordGate(snap, now);
     const report: GrantReport = {
       waiting: snap.waiting,
       oldestWaitingSince: snap.oldestWaitingSince,
