@@ -32,6 +32,8 @@ const { values } = parseArgs({
     others: { type: 'string', default: '10' },
     'storm-seconds': { type: 'string', default: '6' },
     'latency-ms': { type: 'string', default: '300' },
+    verbose: { type: 'boolean', default: false },
+    'limit-only': { type: 'boolean', default: false },
   },
 });
 const hosts = Number(values.hosts);
@@ -147,6 +149,7 @@ async function main(): Promise<void> {
       CALL_BUDGET_LEASE_SECONDS: '1',
       STEP_TIMEOUT_SECONDS: '5',
     },
+    verbose: values.verbose,
   });
   const failures: string[] = [];
   const out = (line: string) => console.log(line);
@@ -186,6 +189,7 @@ async function main(): Promise<void> {
     if (throughput < 0.9 * rate) failures.push(`throughput ${throughput.toFixed(2)}/s below 90 %`);
     if (open1 > 0 || errors1 > 0 || ctx.refused > 0) failures.push('lost or Error in the limit phase');
 
+    if (values['limit-only']) return;
     // 2. A 429 storm.
     const t2 = Date.now();
     const submitted2: Promise<string | undefined>[] = [];

@@ -157,7 +157,9 @@ export function renewGrant(
   const live = adapted.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
   const rateCap = rateInForceIgnoringPause(limits, adapted);
   const concCap = limits.maxConcurrentCalls ?? Number.POSITIVE_INFINITY;
-  const everyone = [...live, { wantRate: want.rate, wantConcurrency: want.concurrency }];
+  // The renewing instance first: whole shares break ties towards it, so with fewer slots than
+  // instances the slots go to whoever asks while they are free (last would leave them all idle).
+  const everyone = [{ wantRate: want.rate, wantConcurrency: want.concurrency }, ...live];
   const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
   const rateTarget = (
     wholeRates
@@ -169,11 +171,11 @@ export function renewGrant(
           rateCap,
           everyone.map((g) => g.wantRate),
         )
-  )[everyone.length - 1];
+  )[0];
   const concTarget = integerShares(
     concCap,
     everyone.map((g) => g.wantConcurrency),
-  )[everyone.length - 1];
+  )[0];
   // Rate given back stays counted for one window after: calls started under it are still in
   // the service's last second, and a taker starting at once would put that second over the limit.
   const heldRate = live.reduce((a, g) => a + heldRateOf(g, now), 0);

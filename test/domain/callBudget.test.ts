@@ -79,10 +79,23 @@ describe('call budget: lease renewals never grant more than the limits together'
     row = renewGrant(row, 'b', { rate: 50, concurrency: 1 }, limits, 10, leaseMs).row;
     row = renewGrant(row, 'c', { rate: 50, concurrency: 1 }, limits, 20, leaseMs).row;
     const a = renewGrant(row, 'a', { rate: 50, concurrency: 1 }, limits, 100, leaseMs);
-    assert.equal(a.grant.rate, 6, '20 over three: 7, 7, 6 (whole calls)');
+    assert.equal(a.grant.rate, 7, '20 over three: 7, 7, 6 (whole calls)');
     assert.equal(renewGrant(a.row, 'b', { rate: 50, concurrency: 1 }, limits, 200, leaseMs).grant.rate, 0);
     const b = renewGrant(a.row, 'b', { rate: 50, concurrency: 1 }, limits, 1_101, leaseMs);
     assert.ok(b.grant.rate >= 6 && Number.isInteger(b.grant.rate), `b: ${b.grant.rate}`);
+  });
+
+  it('fewer slots than instances: the slots stay in use (none is left idle by every renewer)', () => {
+    let row: BudgetRow = { ...emptyBudgetRow };
+    const want = { rate: 5, concurrency: 3 };
+    const two = { maxCallsPerSecond: 5, maxConcurrentCalls: 2 };
+    for (let round = 0; round < 5; round++) {
+      for (const [i, instance] of ['a', 'b', 'c', 'd'].entries()) {
+        row = renewGrant(row, instance, want, two, round * 1_000 + i * 10, leaseMs).row;
+      }
+    }
+    assert.equal(sum(row.grants.map((g) => g.concurrency)), 2);
+    assert.equal(sum(row.grants.map((g) => g.rate)), 5);
   });
 
   it('a shrinking grant keeps the slots its calls in flight still use', () => {
