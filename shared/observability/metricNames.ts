@@ -29,15 +29,6 @@ export const metricNames = {
   ordersOldestInFlightAge: 'orders.oldest_in_flight_age',
   /** Gauge, attribute `entity`: dead-lettered messages per queue or subscription. */
   deadLetters: 'deadletters',
-  /** Counter, attributes `service`, `reason`: requests sent back to wait for a call slot (issue 26). */
-  remoteCallWaits: 'remote.call_waits',
-  /** Counter, attribute `service`: pauses of a service's calls on its 429/503. */
-  remoteCallPauses: 'remote.call_pauses',
-  /** Gauges, attribute `service`, per instance at each lease renewal: its share and its waiting requests. */
-  remoteCallRate: 'remote.call_rate',
-  remoteCallConcurrency: 'remote.call_concurrency',
-  remoteCallsWaiting: 'remote.calls_waiting',
-  remoteOldestWaitingAge: 'remote.oldest_waiting_age',
 } as const;
 
 export type MetricName = (typeof metricNames)[keyof typeof metricNames];
