@@ -9,6 +9,8 @@ import {
   type OrderStep,
 } from '../shared/domain/index.js';
 import { agentKey, serviceBusConnectionSetting } from '../shared/messaging/entities.js';
+import { loadCallBudgetSettings } from '../shared/config/callLimits.js';
+import { callBudgets } from '../shared/app/callBudgets.js';
 
 settings();
 
@@ -30,6 +32,7 @@ function agentFor(step: OrderStep) {
         outages: outageWatch(deps),
         callPolicy: step.retry,
         stepTimeoutSeconds: stepTimeoutSeconds(step, deps.policy.stepTimeoutSeconds),
+        budget: callBudgets(deps.clock, budgetSettings).gate(step.agent),
       },
       step.agentQueue,
       message,
@@ -48,6 +51,10 @@ for (const workflow of orderWorkflowVersions.all) {
     if (!served.has(step.agent)) served.set(step.agent, step as OrderStep);
   }
 }
+// Each Agent's global call limits: declared with its step, overridden by settings; checked now.
+const budgetSettings = loadCallBudgetSettings(
+  Object.fromEntries([...served.values()].map((s) => [s.agent, 'limits' in s ? s.limits : undefined])),
+);
 for (const step of served.values()) {
   app.serviceBusQueue(agentKey(step.agent), {
     connection: serviceBusConnectionSetting,

@@ -56,6 +56,8 @@ export interface RequestLogEntry {
   /** HTTP status sent, or null when no response was sent (hang, lost reply, client gone). */
   status: number | null;
   outcome: string;
+  /** When the service answered (or gave up on) the request: with receivedAt, its time in flight. */
+  answeredAt?: string;
 }
 
 export interface LedgerSnapshot {

@@ -43,6 +43,8 @@ export const faultSettingsSchema = z.strictObject({
   callbackLossRate: z.number().min(0).max(1).optional(),
   /** POST the callback before answering 202 (it beats the Agent's reply to the Scheduler). */
   callbackEarly: z.boolean().optional(),
+  /** Sent as Retry-After (seconds) with `answerStatus`: a 429 storm that says when to come back. */
+  retryAfterSeconds: z.number().int().min(0).max(3600).optional(),
 });
 
 export type FaultSettings = z.infer<typeof faultSettingsSchema>;

@@ -189,6 +189,7 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
     const reply = await perform(res, operation, key, attempt, order, requested);
     entry.status = reply.status;
     entry.outcome = reply.outcome;
+    entry.answeredAt = new Date().toISOString();
     options.log?.(
       `${name} ${operation} key=${key} attempt=${attempt} -> ${reply.status ?? '-'} ${reply.outcome}`,
     );
@@ -232,7 +233,12 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
     }
 
     if (faults.answerStatus !== undefined) {
-      return inject(`status-${faults.answerStatus}`, faults.answerStatus, 'Refused by service settings');
+      return inject(
+        `status-${faults.answerStatus}`,
+        faults.answerStatus,
+        'Refused by service settings',
+        faults.retryAfterSeconds !== undefined ? { 'retry-after': String(faults.retryAfterSeconds) } : {},
+      );
     }
 
     const hangFault = compensation ? undefined : has('hang');

@@ -27,6 +27,8 @@ import {
 } from './remoteServiceClient.js';
 import type { OutageWatch } from './outageWatch.js';
 import { callbackUrlFor, referenceOf } from '../callbacks/callbackUrl.js';
+import type { ServiceCallGate } from './callBudget.js';
+import { sendBackToWait } from './waitForSlot.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
@@ -50,6 +52,8 @@ export interface AgentDependencies {
   signal?: AbortSignal;
   /** A request's window (the policy's step timeout): bounds the start margin. */
   stepTimeoutSeconds?: number;
+  /** The service's global call budget (issue 26): a request without a slot goes back to wait. */
+  budget?: ServiceCallGate;
 }
 
 /** How long this process's recent calls took, per Agent queue (the last 50). */
@@ -108,6 +112,33 @@ export async function handleAgentRequest(
     return;
   }
 
+  if (deps.budget) {
+    const enqueued = context.triggerMetadata?.enqueuedTimeUtc;
+    const since = request.waitingSince
+      ? new Date(request.waitingSince)
+      : enqueued instanceof Date || typeof enqueued === 'string'
+        ? new Date(enqueued)
+        : deps.clock.now();
+    const admission = await deps.budget.admit({
+      key: dispatchMessageId(request.orderId, request.step, request.attempt, request.kind, request.run),
+      orderId: request.orderId,
+      customer: typeof request.payload.customerId === 'string' ? request.payload.customerId : '',
+      waited: request.waits !== undefined,
+      since: Number.isNaN(since.getTime()) ? deps.clock.now().getTime() : since.getTime(),
+    });
+    if (admission.kind === 'wait') {
+      const back = await sendBackToWait(deps, queueName, request, admission.at, since);
+      annotate({ outcome: 'waiting' });
+      log.info('no call slot free at the service; the request waits in its queue', {
+        service,
+        reason: admission.reason,
+        until: new Date(admission.at).toISOString(),
+        completeBy: back.completeBy.toISOString(),
+      });
+      return;
+    }
+  }
+
   // Wall time: how long a call takes here, queueing for this process's CPU included.
   const started = Date.now();
   const result = await inSpan(
@@ -137,10 +168,13 @@ export async function handleAgentRequest(
           completeBy,
           reportBy: reportByFor(deps.clock.now(), completeBy),
           signal: deps.signal,
+          onPushback: deps.budget
+            ? (_status, retryAfterMs) => deps.budget?.pushback(retryAfterMs)
+            : undefined,
         },
         deps.callPolicy,
         deps.clock,
-      );
+      ).finally(() => deps.budget?.done(Date.now() - started));
       const status = r.outcome === 'deadline-passed' ? r.lastStatus : r.status;
       span.setAttributes({
         'order.remote.attempts': r.attempts,

@@ -64,6 +64,8 @@ export interface RemoteCallRequest {
   signal?: AbortSignal;
   /** Observes each request just before it is sent. */
   onAttempt?: (attempt: { number: number; startedAt: Date }) => void;
+  /** Observes the service's pushback (429 or 503) and its Retry-After, before any retry waits. */
+  onPushback?: (status: number, retryAfterMs: number | undefined) => void;
 }
 
 export type RemoteCallResult =
@@ -220,6 +222,8 @@ export async function callRemoteService(
     }
     if (!isTransientStatus(response.status)) return { status: response.status, body };
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), clock.now());
+    if (response.status === 429 || response.status === 503)
+      request.onPushback?.(response.status, retryAfterMs);
     if (retryAfterMs !== undefined && retryAfterMs >= msLeft()) {
       lastError = problemDetail(body);
       lastStatus = response.status;

@@ -15,6 +15,18 @@ export type OrderEvent =
       kind: 'do' | 'compensate';
       detail: string;
     }
+  /**
+   * The Agent could not start the call yet (the service's global call budget is spent) and sent the
+   * request back to its queue: the step's complete-by moves out by the wait (waiting is not failing).
+   */
+  | {
+      type: 'StepWaiting';
+      step: string;
+      run: number;
+      attempt: number;
+      kind: 'do' | 'compensate';
+      completeBy: Date;
+    }
   | { type: 'CompensationSucceeded'; step: string; run: number; attempt: number }
   | { type: 'CompensationFailed'; step: string; run: number; attempt: number; error: string }
   | { type: 'OperatorResubmit'; by: string }

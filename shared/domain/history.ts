@@ -39,6 +39,7 @@ const eventNames: Record<OrderEvent['type'], string> = {
   StepFailedPermanently: 'StepFailed',
   TimedOut: 'TimedOut',
   StepStalled: 'StepStalled',
+  StepWaiting: 'StepWaitingForCapacity',
   CompensationSucceeded: 'CompensationSucceeded',
   CompensationFailed: 'CompensationFailed',
   OperatorResubmit: 'OperatorResubmit',

@@ -21,3 +21,4 @@ export * from './workflowVersions.js';
 export * from './unreadRequests.js';
 export * from './history.js';
 export * from './waiting.js';
+export * from './callBudget.js';

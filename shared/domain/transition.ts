@@ -97,6 +97,9 @@ function apply(
     case 'StepStalled':
       t.stepStalled(event);
       break;
+    case 'StepWaiting':
+      t.stepWaiting(event);
+      break;
     case 'CompensationSucceeded':
       t.compensationSucceeded(t.currentCompensation(event));
       break;
@@ -170,6 +173,9 @@ function outstandingStepName(s: OrderState): string | undefined {
     (st) => st.status === 'Running' || st.status === 'TimedOut' || st.status === 'Compensating',
   )?.name;
 }
+
+/** How far ahead a wait for a call slot may move a step's complete-by. */
+export const maxWaitExtensionMs = 86_400_000;
 
 function refuse(code: TransitionRefused['code'], message: string): TransitionRefused {
   return new TransitionRefused(code, message);
@@ -367,6 +373,31 @@ class Transition {
     const step = this.s.steps[i];
     step.stalledAttempt = e.attempt;
     step.lastError = clip(`attempt ${e.attempt} stalled: ${String(e.detail)}`);
+  }
+
+  /**
+   * The Agent sent the request back to wait for a call slot (issue 26): the complete-by moves out
+   * to the one the re-sent request carries, never in, and never further than a day ahead.
+   */
+  stepWaiting(e: {
+    step: string;
+    run: number;
+    attempt: number;
+    kind: 'do' | 'compensate';
+    completeBy: Date;
+  }): void {
+    const i = e.kind === 'do' ? this.currentDo(e) : this.currentCompensation(e);
+    const until = e.completeBy instanceof Date ? e.completeBy.getTime() : Number.NaN;
+    if (!Number.isFinite(until) || until > this.now.getTime() + maxWaitExtensionMs) {
+      throw refuse(
+        'InvalidEvent',
+        `StepWaiting needs a complete-by within a day, got ${String(e.completeBy)}`,
+      );
+    }
+    const step = this.s.steps[i];
+    if (step.completeBy !== null && until > step.completeBy.getTime()) step.completeBy = new Date(until);
+    if (this.s.completeBy !== null && until > this.s.completeBy.getTime())
+      this.s.completeBy = new Date(until);
   }
 
   timedOut(): void {

@@ -1,3 +1,4 @@
+import type { CallLimits } from './callBudget.js';
 import type { RefusalDeclaration } from './refusals.js';
 import {
   waitDeclarationProblem,
@@ -47,6 +48,11 @@ export interface StepDeclaration {
   readonly wait?: WaitDeclaration;
   /** An approval step: which orders it holds, when it escalates, what complete-by decides. */
   readonly approval?: ApprovalDeclaration;
+  /**
+   * What the service allows across every instance together (calls/s, calls at once); settings
+   * `{AGENT}_MAX_CALLS_PER_SECOND` / `{AGENT}_MAX_CONCURRENT_CALLS` override it (issue 26).
+   */
+  readonly limits?: CallLimits;
 }
 
 /** The Agent's in-call retries. Omitted fields take the Agent's defaults. */
@@ -108,7 +114,7 @@ function positiveInteger(value: number | undefined, what: string): void {
 
 /** What an Agent is configured with; every step it serves must declare the same. */
 const agentConfiguration = (s: StepDeclaration): string =>
-  JSON.stringify([s.refusals, s.retry ?? null, s.completeBySeconds ?? null]);
+  JSON.stringify([s.refusals, s.retry ?? null, s.completeBySeconds ?? null, s.limits ?? null]);
 
 function checkStep(step: StepDeclaration, agents: Map<string, StepDeclaration>): void {
   if (!stepName.test(step.name)) throw new InvalidWorkflow(`bad step name "${step.name}"`);
@@ -121,7 +127,7 @@ function checkStep(step: StepDeclaration, agents: Map<string, StepDeclaration>):
   const other = agents.get(step.agent);
   if (other && agentConfiguration(other) !== agentConfiguration(step)) {
     throw new InvalidWorkflow(
-      `step ${step.name}: agent ${step.agent} also serves step ${other.name} with other refusals, retry or completeBySeconds`,
+      `step ${step.name}: agent ${step.agent} also serves step ${other.name} with other refusals, retry, completeBySeconds or limits`,
     );
   }
   if (!other) agents.set(step.agent, step);
@@ -135,6 +141,11 @@ function checkStep(step: StepDeclaration, agents: Map<string, StepDeclaration>):
   for (const [key, value] of Object.entries(step.retry ?? {})) {
     positiveInteger(value as number | undefined, `step ${step.name}: retry.${key}`);
   }
+  const { maxCallsPerSecond, maxConcurrentCalls } = step.limits ?? {};
+  if (maxCallsPerSecond !== undefined && !(Number.isFinite(maxCallsPerSecond) && maxCallsPerSecond > 0)) {
+    throw new InvalidWorkflow(`step ${step.name}: limits.maxCallsPerSecond must be a number > 0`);
+  }
+  positiveInteger(maxConcurrentCalls, `step ${step.name}: limits.maxConcurrentCalls`);
   const refusals = step.refusals as RefusalDeclaration | undefined;
   if (!refusals || !Array.isArray(refusals.statuses) || !Array.isArray(refusals.problemTypes)) {
     throw new InvalidWorkflow(`step ${step.name}: declares no refusals (statuses and problemTypes)`);

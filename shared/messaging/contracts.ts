@@ -42,10 +42,15 @@ export const agentReplySchema = z
     step: stepName,
     kind,
     attempt,
-    /** `accepted`: a callback step's service took the work (202) and will call back. */
-    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started', 'accepted']),
+    /**
+     * `accepted`: a callback step's service took the work (202) and will call back. `waiting`: no
+     * call slot yet (issue 26); the request went back to its queue.
+     */
+    outcome: z.enum(['succeeded', 'failed', 'stalled', 'not-started', 'accepted', 'waiting']),
     reference: z.string().max(200).optional(),
     result: z.unknown().optional(),
+    /** `waiting`: the complete-by the re-sent request carries (the wait for a call slot added). */
+    completeBy: isoDate.optional(),
     error: z
       .object({ status: z.number().int().optional(), message: z.string().max(2000) })
       .strict()
@@ -70,6 +75,9 @@ export const agentRequestSchema = z
     /** A callback step: the token the Agent mints for the service is valid until then (plus grace). */
     callbackUntil: isoDate.optional(),
     payload: z.record(z.string(), z.unknown()),
+    /** Sent back to wait for a call slot (issue 26): since when, and how often. */
+    waitingSince: isoDate.optional(),
+    waits: z.number().int().min(1).max(100_000).optional(),
   })
   .strict();
 

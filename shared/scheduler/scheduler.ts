@@ -66,6 +66,16 @@ function replyEvent(reply: AgentReplyMessage): OrderEvent {
   if (reply.outcome === 'stalled')
     return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: error };
   // Never picked up in time says nothing about the order: retried like a stall, no failure counted.
+  // Waiting for a call slot moves the step's complete-by out by the wait; nothing else changes.
+  if (reply.outcome === 'waiting')
+    return {
+      type: 'StepWaiting',
+      step,
+      run,
+      attempt,
+      kind: reply.kind,
+      completeBy: new Date(reply.completeBy ?? 0),
+    };
   if (reply.outcome === 'not-started')
     return { type: 'StepStalled', step, run, attempt, kind: reply.kind, detail: `not started: ${error}` };
   if (reply.kind === 'do') {

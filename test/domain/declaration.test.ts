@@ -72,6 +72,6 @@ test('a bad declaration fails at definition, naming the step and the field', () 
   assert.throws(
     () =>
       defineWorkflow({ name: 'w', steps: [step({ name: 'a' }), step({ name: 'b', completeBySeconds: 9 })] }),
-    /step b: agent fraud also serves step a with other refusals, retry or completeBySeconds/,
+    /step b: agent fraud also serves step a with other refusals, retry, completeBySeconds or limits/,
   );
 });

@@ -48,6 +48,15 @@ function eventFor(type: OrderEvent['type'], s: OrderState): OrderEvent {
         kind: 'do',
         detail: '401',
       };
+    case 'StepWaiting':
+      return {
+        type,
+        step: running.name,
+        run: s.run,
+        attempt: Math.max(1, running.attempt),
+        kind: 'do',
+        completeBy: at(600),
+      };
     case 'CompensationSucceeded':
       return { type, step: comp.name, run: s.run, attempt: Math.max(1, comp.compensationAttempt) };
     case 'CompensationFailed':
@@ -105,6 +114,7 @@ const table: Record<OrderEvent['type'], Record<ProcessState, Expect>> = {
     Error: 'NotAllowedInState',
   },
   StepStalled: { ...refusedEverywhere('StaleAttempt'), Processing: 'Processing' },
+  StepWaiting: { ...refusedEverywhere('StaleAttempt'), Processing: 'Processing' },
   CompensationSucceeded: { ...refusedEverywhere('StaleAttempt'), Compensating: 'Compensated' },
   CompensationFailed: { ...refusedEverywhere('StaleAttempt'), Compensating: 'Error' },
   OperatorResubmit: { ...refusedEverywhere('NotAllowedInState'), Error: 'Pending' },
@@ -174,6 +184,7 @@ function checkCommands(
     'Pending/TimedOut': ['Notify:submitted:0', 'Status:received'],
     'Processing/TimedOut': ['Notify:retry:0'],
     'Processing/StepStalled': [],
+    'Processing/StepWaiting': [],
     'Compensating/TimedOut': ['Dispatch:inventory:compensate:2'],
     'Compensating/CompensationSucceeded': ['Status:compensated'],
     'Compensating/CompensationFailed': ['Alert:CompensationFailed', 'Status:error'],

@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import {
+  address,
+  addHost,
+  closeContext,
+  drain,
+  openContext,
+  sleep,
+  type ChaosContext,
+} from '../chaos/harness.js';
+import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js';
+
+/**
+ * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
+ * answeredAt of every call): several hosts share one payment limit. Three phases in one stack:
+ * (1) the limit under a backlog: no 1 s window above the limit plus 10 %, never more at once than
+ * allowed, throughput near the limit, nothing lost, nothing in Error; (2) a 429 storm with
+ * Retry-After: no call reaches the service from 1 s after the first 429 until the Retry-After
+ * ends, and calls resume after the storm; (3) a burst from one customer: the others' p95 time to
+ * terminal with the burst against without it.
+ *
+ *   node dist/bench/callLimits.js [--hosts 4] [--rate 5] [--concurrent 2] [--orders 120]
+ */
+const { values } = parseArgs({
+  options: {
+    hosts: { type: 'string', default: '4' },
+    rate: { type: 'string', default: '5' },
+    concurrent: { type: 'string', default: '2' },
+    orders: { type: 'string', default: '120' },
+    burst: { type: 'string', default: '60' },
+    others: { type: 'string', default: '10' },
+    'storm-seconds': { type: 'string', default: '6' },
+    'latency-ms': { type: 'string', default: '300' },
+    verbose: { type: 'boolean', default: false },
+    'limit-only': { type: 'boolean', default: false },
+  },
+});
+const hosts = Number(values.hosts);
+const rate = Number(values.rate);
+const concurrent = Number(values.concurrent);
+const orders = Number(values.orders);
+const stormSeconds = Number(values['storm-seconds']);
+
+interface Call {
+  at: number;
+  end: number;
+  status: number | null;
+  key: string | null;
+}
+
+async function submit(ctx: ChaosContext, base: string, customerId: string): Promise<string | undefined> {
+  const key = randomUUID();
+  ctx.attempted.add(orderIdFromIdempotencyKey(key));
+  for (let tries = 0; tries < 30; tries++) {
+    try {
+      const res = await fetch(`${base}/orders`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-functions-key': ctx.stack.env.FUNCTIONS_LOCAL_KEY ?? ctx.stack.functionKey,
+          'idempotency-key': key,
+        },
+        body: JSON.stringify({
+          customerId,
+          items: [{ sku: 'SKU-1', quantity: 1, unitPrice: 10 }],
+          shippingAddress: address,
+        }),
+        signal: AbortSignal.timeout(15_000),
+      });
+      const body = (await res.json().catch(() => ({}))) as { orderId?: string };
+      if (res.status === 202 && typeof body.orderId === 'string') {
+        ctx.submitted.set(body.orderId, { orderId: body.orderId, at: Date.now(), viaStore: false, skus: [] });
+        return body.orderId;
+      }
+    } catch {
+      // a busy host: try again with the same key
+    }
+    await sleep(1000);
+  }
+  ctx.refused += 1;
+  return undefined;
+}
+
+function charges(ctx: ChaosContext, from: number, to = Number.POSITIVE_INFINITY): Call[] {
+  return ctx
+    .ledgers()
+    .payment.requests.filter((r) => r.operation === 'charge')
+    .map((r) => ({
+      at: Date.parse(r.receivedAt),
+      end: r.answeredAt ? Date.parse(r.answeredAt) : Date.parse(r.receivedAt),
+      status: r.status,
+      key: r.idempotencyKey,
+    }))
+    .filter((c) => c.at >= from && c.at < to);
+}
+
+function busiestWindow(calls: Call[]): number {
+  const at = calls.map((c) => c.at).sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, j = 0; i < at.length; i++) {
+    while (at[i] - at[j] >= 1000) j++;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}
+
+function mostAtOnce(calls: Call[]): number {
+  const events = calls.flatMap((c) => [
+    { t: c.at, d: 1 },
+    { t: c.end, d: -1 },
+  ]);
+  events.sort((a, b) => a.t - b.t || a.d - b.d);
+  let now = 0;
+  let peak = 0;
+  for (const e of events) {
+    now += e.d;
+    peak = Math.max(peak, now);
+  }
+  return peak;
+}
+
+const p95 = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * 0.95))] : Number.NaN;
+};
+
+/** Drains `ids`, recording when each was first seen terminal. */
+async function drainTimed(
+  ctx: ChaosContext,
+  ids: string[],
+  deadlineMs: number,
+): Promise<Map<string, number>> {
+  const doneAt = new Map<string, number>();
+  const want = new Set(ids);
+  await drain(ctx, deadlineMs, (s) => {
+    if (want.has(s.orderId) && isTerminal(s.processState) && !doneAt.has(s.orderId))
+      doneAt.set(s.orderId, Date.now());
+  });
+  return doneAt;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const ctx = await openContext({
+    settings: {
+      PAYMENT_MAX_CALLS_PER_SECOND: String(rate),
+      PAYMENT_MAX_CONCURRENT_CALLS: String(concurrent),
+      CALL_BUDGET_LEASE_SECONDS: '1',
+      STEP_TIMEOUT_SECONDS: '5',
+    },
+    verbose: values.verbose,
+  });
+  const failures: string[] = [];
+  const out = (line: string) => console.log(line);
+  try {
+    const extra = [];
+    for (let i = 1; i < hosts; i++) extra.push(await addHost(ctx));
+    const urls = [ctx.stack.baseUrl, ...extra.map((h) => h.baseUrl)];
+    ctx.stack.remote.payment.setFaults({ latencyMs: Number(values['latency-ms']) });
+    out(
+      `call limits: ${hosts} hosts, payment limited to ${rate} calls/s and ${concurrent} at once, latency ${values['latency-ms']} ms`,
+    );
+
+    // 1. The limit under a backlog.
+    const t1 = Date.now();
+    const submitted1: Promise<string | undefined>[] = [];
+    for (let i = 0; i < orders; i++) {
+      submitted1.push(submit(ctx, urls[i % urls.length], `customer-${i % 20}`));
+      await sleep(20);
+    }
+    const ids1 = (await Promise.all(submitted1)).filter((x): x is string => x !== undefined);
+    await drainTimed(ctx, ids1, Date.now() + 300_000);
+    const calls1 = charges(ctx, t1);
+    const span = (Math.max(...calls1.map((c) => c.at)) - Math.min(...calls1.map((c) => c.at))) / 1000;
+    const throughput = (calls1.length - 1) / span;
+    const window1 = busiestWindow(calls1);
+    const atOnce1 = mostAtOnce(calls1);
+    const finals1 = await Promise.all(ids1.map((id) => ctx.store.load(id)));
+    const errors1 = finals1.filter((s) => s?.state.processState === 'Error').length;
+    const open1 = finals1.filter((s) => !s || !isTerminal(s.state.processState)).length;
+    out(
+      `limit: ${ids1.length} orders, ${calls1.length} charges in ${span.toFixed(1)} s = ${throughput.toFixed(2)}/s ` +
+        `(${((100 * throughput) / rate).toFixed(0)} % of ${rate}); busiest 1 s window ${window1} (allowed ${Math.floor(rate * 1.1)}); ` +
+        `most at once ${atOnce1} (allowed ${concurrent}); not terminal ${open1}; Error ${errors1}; refused at submit ${ctx.refused}`,
+    );
+    if (window1 > Math.floor(rate * 1.1)) failures.push(`busiest window ${window1}`);
+    if (atOnce1 > concurrent) failures.push(`${atOnce1} at once`);
+    if (throughput < 0.9 * rate) failures.push(`throughput ${throughput.toFixed(2)}/s below 90 %`);
+    if (open1 > 0 || errors1 > 0 || ctx.refused > 0) failures.push('lost or Error in the limit phase');
+
+    if (values['limit-only']) return;
+    // 2. A 429 storm.
+    const t2 = Date.now();
+    const submitted2: Promise<string | undefined>[] = [];
+    for (let i = 0; i < Math.ceil(orders / 2); i++) {
+      submitted2.push(submit(ctx, urls[i % urls.length], `customer-${i % 20}`));
+      await sleep(20);
+    }
+    await sleep(3_000);
+    const retryAfter = 3;
+    ctx.stack.remote.payment.setFaults({
+      latencyMs: Number(values['latency-ms']),
+      answerStatus: 429,
+      retryAfterSeconds: retryAfter,
+    });
+    const stormStart = Date.now();
+    await sleep(stormSeconds * 1000);
+    ctx.stack.remote.payment.setFaults({ latencyMs: Number(values['latency-ms']) });
+    const stormEnd = Date.now();
+    const ids2 = (await Promise.all(submitted2)).filter((x): x is string => x !== undefined);
+    await drainTimed(ctx, ids2, Date.now() + 300_000);
+    const calls2 = charges(ctx, t2);
+    const first429 = Math.min(...calls2.filter((c) => c.status === 429).map((c) => c.at));
+    const inPause = calls2.filter((c) => c.at > first429 + 1000 && c.at < first429 + retryAfter * 1000);
+    const refused = calls2.filter((c) => c.status === 429).length;
+    const afterStorm = calls2.filter((c) => c.at >= stormEnd && c.status === 200).length;
+    const finals2 = await Promise.all(ids2.map((id) => ctx.store.load(id)));
+    const errors2 = finals2.filter((s) => s?.state.processState === 'Error').length;
+    const open2 = finals2.filter((s) => !s || !isTerminal(s.state.processState)).length;
+    out(
+      `storm: ${stormSeconds} s of 429 (Retry-After ${retryAfter} s) from +${((first429 - stormStart) / 1000).toFixed(1)} s; ` +
+        `${refused} calls refused; calls reaching the service from 1 s after the first 429 to its Retry-After: ${inPause.length}; ` +
+        `charges after the storm ${afterStorm}; not terminal ${open2}; Error ${errors2}`,
+    );
+    if (inPause.length > 0) failures.push(`${inPause.length} calls during the pause`);
+    if (afterStorm === 0) failures.push('no call after the storm');
+    if (open2 > 0 || errors2 > 0) failures.push('lost or Error in the storm phase');
+
+    // 3. A burst from one customer: the others alone first, then with the burst.
+    const others = Number(values.others);
+    const alone: Promise<string | undefined>[] = [];
+    const t3 = Date.now();
+    for (let i = 0; i < others; i++) alone.push(submit(ctx, urls[i % urls.length], `other-${i}`));
+    const aloneIds = (await Promise.all(alone)).filter((x): x is string => x !== undefined);
+    const aloneDone = await drainTimed(ctx, aloneIds, Date.now() + 300_000);
+    const aloneTimes = aloneIds.map((id) => (aloneDone.get(id) ?? Number.NaN) - ctx.submitted.get(id)!.at);
+    void t3;
+    const burstIds: Promise<string | undefined>[] = [];
+    for (let i = 0; i < Number(values.burst); i++)
+      burstIds.push(submit(ctx, urls[i % urls.length], 'burst-customer'));
+    await sleep(1_000);
+    const mixed: Promise<string | undefined>[] = [];
+    for (let i = 0; i < others; i++) mixed.push(submit(ctx, urls[i % urls.length], `other-${i}`));
+    const mixedIds = (await Promise.all(mixed)).filter((x): x is string => x !== undefined);
+    const burstDone = (await Promise.all(burstIds)).filter((x): x is string => x !== undefined);
+    const mixedDone = await drainTimed(ctx, [...mixedIds, ...burstDone], Date.now() + 300_000);
+    const mixedTimes = mixedIds.map((id) => (mixedDone.get(id) ?? Number.NaN) - ctx.submitted.get(id)!.at);
+    const ratio = p95(mixedTimes) / p95(aloneTimes);
+    out(
+      `burst: ${burstDone.length} orders of one customer, ${mixedIds.length} of others 1 s later: others' p95 time to terminal ` +
+        `${(p95(mixedTimes) / 1000).toFixed(1)} s with the burst vs ${(p95(aloneTimes) / 1000).toFixed(1)} s alone (ratio ${ratio.toFixed(2)})`,
+    );
+    if (!(ratio <= 2)) failures.push(`burst ratio ${ratio.toFixed(2)}`);
+  } finally {
+    await closeContext(ctx);
+  }
+  out(
+    `${failures.length === 0 ? 'PASS' : `FAIL: ${failures.join('; ')}`} in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  );
+  process.exitCode = failures.length === 0 ? 0 : 1;
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 2;
+});

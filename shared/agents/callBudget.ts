@@ -1,0 +1,306 @@
+import {
+  admit,
+  afterRefusal,
+  isLimited,
+  newPacer,
+  release,
+  renewGrant,
+  type BudgetRow,
+  type CallAdmission,
+  type CallLimits,
+  type Clock,
+} from '../domain/index.js';
+import type { Logger } from '../observability/logger.js';
+import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
+import type { CallBudgetTable, GrantReport, ReportedGrant } from '../stateStore/callBudgetTable.js';
+
+/**
+ * One process's side of a remote service's global call budget (issue 26): it leases a share of the
+ * service's limits through the service's lease row, renewing every lease period while it has calls
+ * to make, and paces its own calls inside that share (shared/domain/callBudget.ts decides). A
+ * 429/503 pauses this process at once and, through the row, every other at its next renewal.
+ * When the row cannot be renewed the share lapses at its expiry and calls wait: the limit holds.
+ */
+export interface CallGateOptions {
+  service: string;
+  limits: CallLimits;
+  /** This process's name in the lease row. */
+  instance: string;
+  leaseMs: number;
+  customerShare: number;
+  clock: Clock;
+  table: CallBudgetTable | Promise<CallBudgetTable>;
+  /** A 429/503 without Retry-After pauses this long. */
+  minPauseMs?: number;
+  log?: Logger;
+}
+
+export interface CallRequestFacts {
+  /** The request's id (its first message id): the waiting list's key. */
+  key: string;
+  orderId: string;
+  customer: string;
+  /** It was sent back to wait before. */
+  waited: boolean;
+  /** Epoch ms: when it first waited, or when it was enqueued. */
+  since: number;
+}
+
+/** What this process knows of a service's budget, for metrics and the operator's readout. */
+export interface GateSnapshot {
+  service: string;
+  limits: CallLimits;
+  rate: number;
+  concurrency: number;
+  inFlight: number;
+  pausedUntil: number;
+  waiting: number;
+  oldestWaitingSince: number;
+  oldestWaitingOrder?: string;
+}
+
+export class ServiceCallGate {
+  private readonly pacer = newPacer();
+  private readonly limited: boolean;
+  private grantExpiresAt = 0;
+  private renewing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private lastActivity = 0;
+  private periodStart = 0;
+  private started = 0;
+  private asked = 0;
+  private peakInFlight = 0;
+  private concurrencyWaits = 0;
+  private pausing: Promise<void> | undefined;
+  private readonly waiting = new Map<string, { since: number; orderId: string; at: number }>();
+  /** Recent call durations, for "when does a concurrency slot free up". */
+  private readonly durations: number[] = [];
+
+  constructor(private readonly o: CallGateOptions) {
+    this.limited = isLimited(o.limits);
+    if (!this.limited) {
+      this.pacer.rate = Number.POSITIVE_INFINITY;
+      this.pacer.concurrency = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /** Whether the request may call now, or when it should be read again. */
+  async admit(request: CallRequestFacts): Promise<CallAdmission> {
+    const now = this.o.clock.now().getTime();
+    this.lastActivity = now;
+    this.asked += 1;
+    if (now >= this.grantExpiresAt) {
+      await this.renew().catch((e: unknown) =>
+        this.o.log?.warn('could not renew the call budget lease', {
+          service: this.o.service,
+          error: (e as Error).message,
+        }),
+      );
+    }
+    this.keepRenewing();
+    const t = this.o.clock.now().getTime();
+    if (this.limited && t >= this.grantExpiresAt) {
+      this.pacer.rate = 0;
+      this.pacer.concurrency = 0;
+    }
+    const a = admit(this.pacer, { customer: request.customer, waited: request.waited }, t, {
+      customerShare: this.o.customerShare,
+      callMs: this.typicalCallMs(),
+      leaseMs: Math.min(this.o.leaseMs, 1_100),
+      horizonMs: Math.max(10_000, 2 * this.o.leaseMs),
+      maxHoldMs: 50,
+    });
+    if (a.kind === 'start') {
+      if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs));
+      this.started += 1;
+      this.peakInFlight = Math.max(this.peakInFlight, this.pacer.inFlight);
+      this.waiting.delete(request.key);
+    } else {
+      recordCallWait(this.o.service, a.reason);
+      if (a.reason === 'concurrency') this.concurrencyWaits += 1;
+      this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });
+    }
+    return a;
+  }
+
+  /** A started call ended (after `ms`). */
+  done(ms: number): void {
+    release(this.pacer);
+    this.durations.push(ms);
+    if (this.durations.length > 50) this.durations.shift();
+  }
+
+  /**
+   * The service pushed back: this process stops starting calls at once, and the pause and the
+   * lowered rate go to the lease row for every other instance (one write per pause).
+   */
+  pushback(retryAfterMs: number | undefined): void {
+    const now = this.o.clock.now().getTime();
+    const until = now + Math.max(this.o.minPauseMs ?? 1_000, retryAfterMs ?? 0);
+    const fresh = now >= this.pacer.pausedUntil;
+    this.pacer.pausedUntil = Math.max(this.pacer.pausedUntil, until);
+    if (!fresh || this.pausing) return;
+    recordCallPause(this.o.service);
+    this.pausing = (async () => {
+      const table = await this.o.table;
+      // afterRefusal keeps each grant's other fields (the instances' reports) as they were.
+      const row = await table.update(
+        this.o.service,
+        (r) => afterRefusal(r, now, retryAfterMs, this.o.minPauseMs ?? 1_000) as typeof r,
+      );
+      this.apply(row);
+    })()
+      .catch((e: unknown) =>
+        this.o.log?.warn('could not record the pushback in the call budget', {
+          service: this.o.service,
+          error: (e as Error).message,
+        }),
+      )
+      .finally(() => {
+        this.pausing = undefined;
+      });
+  }
+
+  snapshot(): GateSnapshot {
+    const now = this.o.clock.now().getTime();
+    this.forgetStale(now);
+    let oldest: { since: number; orderId: string } | undefined;
+    for (const w of this.waiting.values()) if (!oldest || w.since < oldest.since) oldest = w;
+    return {
+      service: this.o.service,
+      limits: this.o.limits,
+      rate: this.pacer.rate,
+      concurrency: this.pacer.concurrency,
+      inFlight: this.pacer.inFlight,
+      pausedUntil: this.pacer.pausedUntil,
+      waiting: this.waiting.size,
+      oldestWaitingSince: oldest?.since ?? 0,
+      ...(oldest ? { oldestWaitingOrder: oldest.orderId } : {}),
+    };
+  }
+
+  /** Stops the renewal timer (tests, shutdown); the grant lapses at its expiry. */
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private typicalCallMs(): number {
+    if (this.durations.length === 0) return 200;
+    const sorted = [...this.durations].sort((a, b) => a - b);
+    return Math.max(20, sorted[Math.floor(sorted.length / 2)]);
+  }
+
+  /** Requests that waited here and were picked up elsewhere are forgotten after a while. */
+  private forgetStale(now: number): void {
+    for (const [k, w] of this.waiting) if (w.at + 2 * this.o.leaseMs < now) this.waiting.delete(k);
+  }
+
+  private keepRenewing(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      const now = this.o.clock.now().getTime();
+      // Idle: stop renewing (no cost at rest); the grant lapses and others take it.
+      if (now - this.lastActivity > 2 * this.o.leaseMs && this.waiting.size === 0) {
+        this.close();
+        return;
+      }
+      this.renew().catch((e: unknown) =>
+        this.o.log?.warn('could not renew the call budget lease', {
+          service: this.o.service,
+          error: (e as Error).message,
+        }),
+      );
+    }, this.o.leaseMs);
+    this.timer.unref();
+  }
+
+  private renew(): Promise<void> {
+    this.renewing ??= this.renewOnce().finally(() => {
+      this.renewing = undefined;
+    });
+    return this.renewing;
+  }
+
+  private async renewOnce(): Promise<void> {
+    const table = await this.o.table;
+    const now = this.o.clock.now().getTime();
+    this.forgetStale(now);
+    if (!this.limited) {
+      // Nothing to share: only learn of a pause another instance recorded (one read).
+      this.apply((await table.read(this.o.service)).row);
+      this.grantExpiresAt = now + this.o.leaseMs;
+      return;
+    }
+    const seconds = Math.max(1, (now - (this.periodStart || now - this.o.leaseMs)) / 1000);
+    // Ask for what it was asked, with room to grow; concurrency for the peak plus those that waited for it.
+    const want = {
+      rate: Math.max(1, (this.asked / seconds) * 1.5),
+      concurrency: Math.max(1, this.peakInFlight + this.concurrencyWaits),
+      inFlight: this.pacer.inFlight,
+    };
+    const snap = this.snapshot();
+    recordGate(snap, now);
+    const report: GrantReport = {
+      waiting: snap.waiting,
+      oldestWaitingSince: snap.oldestWaitingSince,
+      ...(snap.oldestWaitingOrder ? { oldestWaitingOrder: snap.oldestWaitingOrder } : {}),
+      startedPerSecond: this.started / seconds,
+    };
+    const row = await table.update(this.o.service, (r) => {
+      const next = renewGrant(r, this.o.instance, want, this.o.limits, now, this.o.leaseMs);
+      return withGrants(
+        next.row,
+        next.row.grants.map((g) => (g.instance === this.o.instance ? { ...g, ...report } : g)),
+      );
+    });
+    this.periodStart = now;
+    this.asked = 0;
+    this.started = 0;
+    this.peakInFlight = this.pacer.inFlight;
+    this.concurrencyWaits = 0;
+    this.apply(row);
+  }
+
+  private apply(row: BudgetRow): void {
+    this.pacer.pausedUntil = Math.max(this.pacer.pausedUntil, row.pausedUntil);
+    if (!this.limited) return;
+    const mine = row.grants.find((g) => g.instance === this.o.instance);
+    if (!mine) return;
+    this.pacer.rate = mine.rate;
+    this.pacer.concurrency = mine.concurrency;
+    // With nothing granted, ask again as soon as what others gave back is free (one window).
+    this.grantExpiresAt =
+      mine.rate > 0 && mine.concurrency > 0
+        ? mine.expiresAt
+        : Math.min(mine.expiresAt, this.o.clock.now().getTime() + 1_100);
+  }
+}
+
+function withGrants(row: BudgetRow, grants: ReportedGrant[]): BudgetRow & { grants: ReportedGrant[] } {
+  return { ...row, grants };
+}
+
+/** The gates of one process, one per service. */
+export class CallBudgets {
+  private readonly gates = new Map<string, ServiceCallGate>();
+
+  constructor(private readonly make: (service: string) => ServiceCallGate) {}
+
+  gate(service: string): ServiceCallGate {
+    let g = this.gates.get(service);
+    if (!g) {
+      g = this.make(service);
+      this.gates.set(service, g);
+    }
+    return g;
+  }
+
+  snapshots(): GateSnapshot[] {
+    return [...this.gates.values()].map((g) => g.snapshot());
+  }
+
+  close(): void {
+    for (const g of this.gates.values()) g.close();
+  }
+}

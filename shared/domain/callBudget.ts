@@ -1,0 +1,368 @@
+/**
+ * A remote service's global call budget: how many calls per second and how many at once every
+ * instance together may make, and how it is shared. Each instance holds a grant (a share of the
+ * rate and of the concurrency) in one lease row per service and renews it every few seconds. The
+ * rules here keep the sum of the live grants within the limit at every write (an instance only
+ * takes headroom nobody else holds; it gives back at once), adapt the rate to the service's 429s
+ * (AIMD), and pace one instance's calls inside its grant. No I/O: the lease adapter
+ * (shared/agents/callBudget.ts) loads, decides here and writes with the row's ETag.
+ */
+
+/** Declared per Agent (and overridable per service by settings). Absent: no limit of that kind. */
+export interface CallLimits {
+  /** Calls started per second across all instances together. */
+  readonly maxCallsPerSecond?: number;
+  /** Calls in flight at once across all instances together. */
+  readonly maxConcurrentCalls?: number;
+}
+
+/** One instance's share, as recorded in the service's lease row. */
+export interface BudgetGrant {
+  instance: string;
+  /** Calls per second this instance may start. */
+  rate: number;
+  /** Calls this instance may have in flight. */
+  concurrency: number;
+  /** What it asked for at its last renewal (calls/s, calls at once). */
+  wantRate: number;
+  wantConcurrency: number;
+  /** Epoch ms: after this (plus the grace) the grant is free for others. */
+  expiresAt: number;
+  /** A rate given back still counts until `heldUntil` (one window). */
+  heldRate?: number;
+  heldUntil?: number;
+}
+
+/** The window a rate limit is counted over. */
+export const rateWindowMs = 1_000;
+
+function heldRateOf(g: BudgetGrant, now: number): number {
+  return g.heldUntil !== undefined && g.heldUntil > now ? Math.max(g.rate, g.heldRate ?? 0) : g.rate;
+}
+
+/** The lease row's content: the grants and the service's pushback. */
+export interface BudgetRow {
+  grants: BudgetGrant[];
+  /** Epoch ms: no instance starts a call before this (a 429/503's Retry-After). */
+  pausedUntil: number;
+  /** The fraction of the declared rate in force (AIMD): 1 while the service accepts. */
+  rateFactor: number;
+  /** Epoch ms of the last refusal and of the last additive increase. */
+  refusedAt: number;
+  raisedAt: number;
+  /** 429/503 pauses so far (for the console). */
+  pauses: number;
+}
+
+export const emptyBudgetRow: Readonly<BudgetRow> = Object.freeze({
+  grants: [],
+  pausedUntil: 0,
+  rateFactor: 1,
+  refusedAt: 0,
+  raisedAt: 0,
+  pauses: 0,
+});
+
+/** AIMD: halve on a refusal, add this fraction of the declared rate per lease period after. */
+export const aimd = Object.freeze({ decrease: 0.5, increase: 0.1, floor: 0.05 });
+
+/**
+ * A grant stays reserved this long past its expiry: an instance whose clock runs behind the
+ * writer's must have stopped using it before anyone else takes it.
+ */
+export const grantGraceMs = 2_000;
+
+export function isLimited(limits: CallLimits): boolean {
+  return limits.maxCallsPerSecond !== undefined || limits.maxConcurrentCalls !== undefined;
+}
+
+/** The rate in force now: the declared one times the AIMD factor; 0 while paused. */
+export function rateInForce(limits: CallLimits, row: BudgetRow, now: number): number {
+  if (now < row.pausedUntil) return 0;
+  return limits.maxCallsPerSecond === undefined
+    ? Number.POSITIVE_INFINITY
+    : limits.maxCallsPerSecond * row.rateFactor;
+}
+
+/**
+ * Max-min fair shares of `capacity` for `wants` (in order), with what nobody wants spread evenly
+ * so a growing instance finds room. The shares sum to `capacity` (when there is anyone).
+ */
+export function fairShares(capacity: number, wants: readonly number[]): number[] {
+  const n = wants.length;
+  if (n === 0) return [];
+  if (!Number.isFinite(capacity)) return wants.map(() => capacity);
+  const clean = wants.map((w) => (Number.isFinite(w) && w > 0 ? w : 0));
+  const shares = new Array<number>(n).fill(0);
+  let left = capacity;
+  let open = clean.map((_, i) => i);
+  // Water-filling: give everyone an equal level; those who want less keep only what they want.
+  while (open.length > 0 && left > 1e-9) {
+    const level = left / open.length;
+    const satisfied = open.filter((i) => clean[i] - shares[i] <= level);
+    if (satisfied.length === 0) {
+      for (const i of open) shares[i] += level;
+      left = 0;
+      break;
+    }
+    for (const i of satisfied) {
+      left -= clean[i] - shares[i];
+      shares[i] = clean[i];
+    }
+    open = open.filter((i) => !satisfied.includes(i));
+  }
+  if (left > 1e-9) for (let i = 0; i < n; i++) shares[i] += left / n;
+  return shares;
+}
+
+/** Integer fair shares (concurrency slots): floors, then the remainders to the largest fractions. */
+export function integerShares(capacity: number, wants: readonly number[]): number[] {
+  if (!Number.isFinite(capacity)) return wants.map(() => capacity);
+  const exact = fairShares(capacity, wants);
+  const floors = exact.map((x) => Math.floor(x + 1e-9));
+  let spare = Math.round(capacity) - floors.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => ({ i, f: x - floors[i] })).sort((a, b) => b.f - a.f || a.i - b.i);
+  for (const { i } of order) {
+    if (spare <= 0) break;
+    floors[i] += 1;
+    spare -= 1;
+  }
+  return floors;
+}
+
+export interface Want {
+  /** Calls per second this instance would start if it could. */
+  rate: number;
+  /** Calls it would have in flight at once. */
+  concurrency: number;
+  /** Calls it has in flight now (on slots of its previous grant). */
+  inFlight?: number;
+}
+
+/**
+ * The row after `instance` renews its grant at `now`. Grants past expiry plus the grace are
+ * dropped; the instance's fair target follows from everyone's wants, but it takes only what the
+ * others do not hold right now, so the live grants never sum above the limits. Giving back is
+ * immediate; the others take it at their own next renewal.
+ */
+export function renewGrant(
+  row: BudgetRow,
+  instance: string,
+  want: Want,
+  limits: CallLimits,
+  now: number,
+  leaseMs: number,
+): { row: BudgetRow; grant: BudgetGrant } {
+  const adapted = raiseRate(row, now, leaseMs);
+  const live = adapted.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
+  const rateCap = rateInForceIgnoringPause(limits, adapted);
+  const concCap = limits.maxConcurrentCalls ?? Number.POSITIVE_INFINITY;
+  // The renewing instance first: whole shares break ties towards it, so with fewer slots than
+  // instances the slots go to whoever asks while they are free (last would leave them all idle).
+  const everyone = [{ wantRate: want.rate, wantConcurrency: want.concurrency }, ...live];
+  const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
+  const rateTarget = (
+    wholeRates
+      ? integerShares(
+          Math.floor(rateCap + 1e-9),
+          everyone.map((g) => g.wantRate),
+        )
+      : fairShares(
+          rateCap,
+          everyone.map((g) => g.wantRate),
+        )
+  )[0];
+  const concTarget = integerShares(
+    concCap,
+    everyone.map((g) => g.wantConcurrency),
+  )[0];
+  // Rate given back stays counted for one window after: calls started under it are still in
+  // the service's last second, and a taker starting at once would put that second over the limit.
+  const heldRate = live.reduce((a, g) => a + heldRateOf(g, now), 0);
+  const heldConc = live.reduce((a, g) => a + g.concurrency, 0);
+  const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
+  const keep = Math.min(want.inFlight ?? 0, previous?.concurrency ?? 0);
+  // Whole calls per second when the rate allows one each: a fractional share lets each instance's
+  // paced starts round up within a window, and the rounding adds up across instances.
+  const whole = (x: number) => (wholeRates ? Math.floor(x + 1e-9) : x);
+  const rate = Math.max(0, whole(Math.min(rateTarget, rateCap - heldRate)));
+  const grant: BudgetGrant = {
+    instance,
+    rate,
+    // Never below the calls still in flight on a slot it held: others could take the slot while
+    // those calls run and the service would see more at once than it allows.
+    concurrency: Number.isFinite(concCap)
+      ? Math.max(0, Math.min(Math.max(concTarget, keep), concCap - heldConc))
+      : Number.POSITIVE_INFINITY,
+    wantRate: want.rate,
+    wantConcurrency: want.concurrency,
+    expiresAt: now + leaseMs,
+  };
+  if (previous && rate < heldRateOf(previous, now)) {
+    grant.heldRate = heldRateOf(previous, now);
+    grant.heldUntil = now + rateWindowMs;
+  } else if (previous?.heldUntil !== undefined && previous.heldUntil > now) {
+    grant.heldRate = previous.heldRate;
+    grant.heldUntil = previous.heldUntil;
+  }
+  return { row: { ...adapted, grants: [...live, grant] }, grant };
+}
+
+/** The declared rate times the AIMD factor (a pause is applied by the pacing, not the shares). */
+function rateInForceIgnoringPause(limits: CallLimits, row: BudgetRow): number {
+  return limits.maxCallsPerSecond === undefined
+    ? Number.POSITIVE_INFINITY
+    : limits.maxCallsPerSecond * row.rateFactor;
+}
+
+/** Additive increase: one step per lease period without a refusal, up to the declared rate. */
+export function raiseRate(row: BudgetRow, now: number, leaseMs: number): BudgetRow {
+  if (row.rateFactor >= 1) return row;
+  const quiet = now - Math.max(row.refusedAt, row.raisedAt, row.pausedUntil);
+  if (quiet < leaseMs) return row;
+  return { ...row, rateFactor: Math.min(1, row.rateFactor + aimd.increase), raisedAt: now };
+}
+
+/**
+ * A 429/503 from the service: every instance pauses until its Retry-After (at least `minPauseMs`),
+ * and the rate in force halves, once per pause (refusals from calls started before the pause
+ * began are the same pushback, not more of it). Each grant shrinks in proportion at once, so the
+ * sum stays within the lowered rate without waiting for renewals.
+ */
+export function afterRefusal(
+  row: BudgetRow,
+  now: number,
+  retryAfterMs: number | undefined,
+  minPauseMs: number,
+): BudgetRow {
+  const until = now + Math.max(minPauseMs, retryAfterMs ?? 0);
+  const fresh = now >= row.pausedUntil;
+  const factor = fresh ? Math.max(aimd.floor, row.rateFactor * aimd.decrease) : row.rateFactor;
+  const scale = row.rateFactor > 0 ? factor / row.rateFactor : 1;
+  return {
+    ...row,
+    grants: row.grants.map((g) => ({ ...g, rate: g.rate * scale })),
+    pausedUntil: Math.max(row.pausedUntil, until),
+    rateFactor: factor,
+    refusedAt: now,
+    pauses: row.pauses + (fresh ? 1 : 0),
+  };
+}
+
+/**
+ * One instance's pacing inside its grant, and its book of reserved start times for the requests
+ * it sent back to the queue. Requests that waited go first; a fresh request never takes a slot
+ * reserved for one that waited; one customer's requests are spaced so it takes at most its share
+ * of the rate while the book holds others.
+ */
+export interface Pacer {
+  rate: number;
+  concurrency: number;
+  pausedUntil: number;
+  /** Calls this instance has in flight. */
+  inFlight: number;
+  /** Earliest start of the next call (paced at 1/rate). */
+  nextStartAt: number;
+  /** Reserved start times (epoch ms, ascending) with the customer each was reserved for. */
+  book: Array<{ at: number; customer: string }>;
+}
+
+export function newPacer(): Pacer {
+  return { rate: 0, concurrency: 0, pausedUntil: 0, inFlight: 0, nextStartAt: 0, book: [] };
+}
+
+export interface CallRequest {
+  /** The order's customer: the share rule's unit. */
+  customer: string;
+  /** The request already waited for a slot (it carries its reservation): it goes before fresh ones. */
+  waited: boolean;
+}
+
+export type CallAdmission =
+  /** Call now, or after `delayMs` (a moment before its paced slot). */
+  | { kind: 'start'; delayMs?: number }
+  /** Send the request back to the queue, to be read again at `at` (epoch ms). */
+  | { kind: 'wait'; at: number; reason: 'paused' | 'rate' | 'concurrency' | 'no-grant' | 'share' };
+
+export interface PacingOptions {
+  /** The most of the rate one customer's waiting requests take while others wait (0..1]. */
+  customerShare: number;
+  /** How long a call is expected to take (a concurrency slot frees after it). */
+  callMs: number;
+  /** When a grant of 0 may change (the next renewal). */
+  leaseMs: number;
+  /** How far ahead slots are booked: one customer holds at most its share of them. */
+  horizonMs: number;
+  /** A start due this soon (at most a quarter of the spacing) waits in place instead of re-queueing. */
+  maxHoldMs?: number;
+}
+
+/** Decides whether a request starts now; mutates the pacer (a start counts, a wait books a slot). */
+export function admit(p: Pacer, request: CallRequest, now: number, options: PacingOptions): CallAdmission {
+  p.book = p.book.filter((b) => b.at > now - spacingOf(p));
+  if (now < p.pausedUntil) return reserve(p, request, p.pausedUntil, options, 'paused');
+  if (p.rate <= 0 || p.concurrency <= 0)
+    return reserve(p, request, now + options.leaseMs, options, 'no-grant');
+  const spacing = spacingOf(p);
+  // A fresh request must not take a slot booked for one that waited (its place is kept).
+  const booked = !request.waited && p.book.some((b) => b.at < now + spacing);
+  // A start due within a moment waits that moment in place (pacing, not waiting): a request woken
+  // a few ms before its slot must not lose it to a round trip through the queue.
+  const hold = Math.min(options.maxHoldMs ?? 0, spacing / 4);
+  if (!booked && p.nextStartAt - now <= hold && p.inFlight < p.concurrency) {
+    if (request.waited) p.book = dropFirst(p.book, request.customer);
+    const startAt = Math.max(p.nextStartAt, now);
+    p.nextStartAt = startAt + spacing;
+    p.inFlight += 1;
+    return startAt > now ? { kind: 'start', delayMs: startAt - now } : { kind: 'start' };
+  }
+  if (request.waited) p.book = dropFirst(p.book, request.customer);
+  const reason = p.inFlight >= p.concurrency ? 'concurrency' : 'rate';
+  const from = reason === 'concurrency' ? now + options.callMs : Math.max(now, p.nextStartAt);
+  return reserve(p, request, from, options, reason);
+}
+
+/** A call ended: its concurrency slot is free. */
+export function release(p: Pacer): void {
+  p.inFlight = Math.max(0, p.inFlight - 1);
+}
+
+function spacingOf(p: Pacer): number {
+  return p.rate > 0 && Number.isFinite(p.rate) ? 1000 / p.rate : 0;
+}
+
+function dropFirst(book: Pacer['book'], customer: string): Pacer['book'] {
+  const i = book.findIndex((b) => b.customer === customer);
+  return i < 0 ? book : [...book.slice(0, i), ...book.slice(i + 1)];
+}
+
+/**
+ * Books the first free slot from `from` on. One customer holds at most its share of the slots of
+ * the booking horizon: past that, its request is told to come back when its own bookings are
+ * done, without a slot, so other customers' requests still find room near the front.
+ */
+function reserve(
+  p: Pacer,
+  request: CallRequest,
+  from: number,
+  options: PacingOptions,
+  reason: Exclude<CallAdmission, { kind: 'start' }>['reason'],
+): CallAdmission {
+  const spacing = spacingOf(p) || 50;
+  const own = p.book.filter((b) => b.customer === request.customer);
+  const rate = Number.isFinite(p.rate) && p.rate > 0 ? p.rate : 1000 / spacing;
+  const maxAhead = Math.max(1, Math.ceil(options.customerShare * rate * (options.horizonMs / 1000)));
+  if (own.length >= maxAhead && options.customerShare < 1) {
+    return { kind: 'wait', at: Math.max(from, own[own.length - 1].at + spacing), reason: 'share' };
+  }
+  let at = from;
+  for (const b of p.book) {
+    if (b.at < at - spacing / 2) continue;
+    if (b.at < at + spacing / 2) at = b.at + spacing;
+  }
+  const entry = { at, customer: request.customer };
+  const i = p.book.findIndex((b) => b.at > at);
+  if (i < 0) p.book.push(entry);
+  else p.book.splice(i, 0, entry);
+  return { kind: 'wait', at, reason };
+}

@@ -1,0 +1,125 @@
+import type { TableClient } from '@azure/data-tables';
+import type { TokenCredential } from '@azure/identity';
+import type { StateStoreConnection } from '../config/settings.js';
+import { emptyBudgetRow, type BudgetGrant, type BudgetRow } from '../domain/callBudget.js';
+import { ensureTable, tableClient } from './clients.js';
+import { httpStatusOf } from './errors.js';
+
+/**
+ * One lease row per remote service (PartitionKey = the service, RowKey 'budget'): the instances'
+ * grants of its global call budget, its pause and its AIMD rate. Every write is ETag-guarded (or
+ * an insert that fails if the row exists), so two instances never both take the same headroom.
+ * One partition per service: each is written once per lease period per active instance.
+ */
+export const callBudgetRowKey = 'budget';
+
+/** What each instance reports with its grant, for the operator's readout. */
+export interface GrantReport {
+  /** Requests it sent back to wait, not yet started. */
+  waiting: number;
+  /** Epoch ms: when the oldest of them first waited (0: none). */
+  oldestWaitingSince: number;
+  /** The order of that request. */
+  oldestWaitingOrder?: string;
+  /** Calls it started per second over its last lease period. */
+  startedPerSecond: number;
+}
+
+export type ReportedGrant = BudgetGrant & Partial<GrantReport>;
+
+export interface StoredBudget {
+  row: BudgetRow & { grants: ReportedGrant[] };
+  etag: string | null;
+}
+
+export class BudgetWriteConflict extends Error {
+  constructor(service: string) {
+    super(`call budget of ${service} changed concurrently`);
+    this.name = 'BudgetWriteConflict';
+  }
+}
+
+const num = (v: unknown, fallback = 0): number =>
+  typeof v === 'number' && Number.isFinite(v) ? v : fallback;
+
+export class CallBudgetTable {
+  constructor(readonly client: TableClient) {}
+
+  static async open(
+    connection: StateStoreConnection,
+    tableName = 'CallBudgets',
+    credential?: TokenCredential,
+  ): Promise<CallBudgetTable> {
+    const client = tableClient(connection, tableName, undefined, credential);
+    await ensureTable(client);
+    return new CallBudgetTable(client);
+  }
+
+  async read(service: string): Promise<StoredBudget> {
+    try {
+      const e = await this.client.getEntity<Record<string, unknown>>(service, callBudgetRowKey);
+      let grants: ReportedGrant[] = [];
+      try {
+        const parsed = JSON.parse(typeof e.Grants === 'string' ? e.Grants : '[]') as unknown;
+        if (Array.isArray(parsed)) grants = parsed as ReportedGrant[];
+      } catch {
+        // A damaged row is rebuilt by the next renewals; the grants it held expire.
+      }
+      return {
+        etag: e.etag,
+        row: {
+          grants,
+          pausedUntil: num(e.PausedUntil),
+          rateFactor: num(e.RateFactor, 1),
+          refusedAt: num(e.RefusedAt),
+          raisedAt: num(e.RaisedAt),
+          pauses: num(e.Pauses),
+        },
+      };
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return { row: { ...emptyBudgetRow, grants: [] }, etag: null };
+      throw e;
+    }
+  }
+
+  /** Writes `row` if it is still as read (`etag`), or creates it when `etag` is null. */
+  async write(service: string, row: StoredBudget['row'], etag: string | null): Promise<void> {
+    const entity = {
+      partitionKey: service,
+      rowKey: callBudgetRowKey,
+      Grants: JSON.stringify(row.grants),
+      PausedUntil: row.pausedUntil,
+      RateFactor: row.rateFactor,
+      RefusedAt: row.refusedAt,
+      RaisedAt: row.raisedAt,
+      Pauses: row.pauses,
+    };
+    try {
+      if (etag === null) await this.client.createEntity(entity);
+      else await this.client.updateEntity(entity, 'Replace', { etag });
+    } catch (e) {
+      const status = httpStatusOf(e);
+      if (status === 412 || status === 409) throw new BudgetWriteConflict(service);
+      throw e;
+    }
+  }
+
+  /** Read, decide, write with the ETag; on a conflict read again. */
+  async update(
+    service: string,
+    decide: (row: StoredBudget['row']) => StoredBudget['row'],
+    maxConflicts = 20,
+  ): Promise<StoredBudget['row']> {
+    for (let i = 0; i < maxConflicts; i++) {
+      const stored = await this.read(service);
+      const next = decide(stored.row);
+      try {
+        await this.write(service, next, stored.etag);
+        return next;
+      } catch (e) {
+        if (!(e instanceof BudgetWriteConflict)) throw e;
+      }
+    }
+    throw new Error(`call budget of ${service}: ${maxConflicts} concurrent-write conflicts in a row`);
+  }
+}

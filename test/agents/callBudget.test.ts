@@ -1,0 +1,231 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { startRemoteService, type RunningRemoteService } from '../../local/remoteServices/index.js';
+import { handleAgentRequest } from '../../shared/agents/agent.js';
+import { ServiceCallGate } from '../../shared/agents/callBudget.js';
+import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
+import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain/index.js';
+import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
+import { queues } from '../../shared/messaging/entities.js';
+import { CallBudgetTable } from '../../shared/stateStore/callBudgetTable.js';
+import { context, held, newOrder, startInfra, type Infra } from '../app/direct.js';
+
+/**
+ * The global call budget against Azurite (the ETag-guarded lease row) and, for the Agent, the real
+ * broker and a demo payment service. Each gate stands for one instance; several share one row.
+ */
+describe('global call budget', () => {
+  let infra: Infra;
+  let table: CallBudgetTable;
+  let payment: RunningRemoteService;
+  const gates: ServiceCallGate[] = [];
+
+  before(async () => {
+    infra = await startInfra();
+    table = await CallBudgetTable.open(
+      { kind: 'connectionString', connectionString: infra.azurite.connectionString },
+      `Budget${randomUUID().replace(/-/g, '').slice(0, 8)}`,
+    );
+    payment = await startRemoteService({ name: 'payment' });
+  });
+  after(async () => {
+    for (const g of gates) g.close();
+    await payment?.stop();
+    await infra?.stop();
+  });
+
+  const gate = (service: string, instance: string, limits: CallLimits, leaseMs = 1_000) => {
+    const g = new ServiceCallGate({
+      service,
+      limits,
+      instance,
+      leaseMs,
+      customerShare: 1,
+      clock: systemClock,
+      table,
+      minPauseMs: 500,
+    });
+    gates.push(g);
+    return g;
+  };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+  it('four instances together never start more than the rate nor hold more than the concurrency', async () => {
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const instances = ['a', 'b', 'c', 'd'].map((i) =>
+      gate(service, i, { maxCallsPerSecond: 20, maxConcurrentCalls: 8 }),
+    );
+    const starts: number[] = [];
+    const reasons: Record<string, number> = {};
+    let inFlight = 0;
+    let peak = 0;
+    const runFor = 8_000;
+    const t0 = Date.now();
+    // Each instance has far more requests than its share: a request told to wait comes back at
+    // its booked time (as the re-sent message would), a started one holds its slot 150 ms.
+    const worker = async (g: ServiceCallGate, n: number) => {
+      let waited = false;
+      while (Date.now() - t0 < runFor) {
+        const a = await g.admit({ key: `${n}`, orderId: `${n}`, customer: 'c', waited, since: t0 });
+        if (a.kind === 'wait') {
+          reasons[a.reason] = (reasons[a.reason] ?? 0) + 1;
+          waited = true;
+          await sleep(Math.min(a.at - Date.now(), t0 + runFor - Date.now()));
+          continue;
+        }
+        waited = false;
+        starts.push(Date.now());
+        inFlight += 1;
+        peak = Math.max(peak, inFlight);
+        await sleep(150);
+        inFlight -= 1;
+        g.done(150);
+      }
+    };
+    await Promise.all(
+      instances.flatMap((g, i) => Array.from({ length: 6 }, (_, k) => worker(g, i * 10 + k))),
+    );
+    const windows = starts.map((s) => starts.filter((u) => u >= s && u < s + 1000).length);
+    const maxWindow = Math.max(...windows);
+    const steady = starts.filter((s) => s - t0 >= 3_000).length / ((runFor - 3_000) / 1000);
+    console.log(JSON.stringify(reasons));
+    console.log(
+      `starts ${starts.length}, busiest 1 s window ${maxWindow}, peak at once ${peak}, steady ${steady.toFixed(1)}/s`,
+    );
+    assert.ok(peak <= 8, `at most 8 at once, saw ${peak}`);
+    assert.ok(maxWindow <= 22, `at most 22 in any 1 s window, saw ${maxWindow}`);
+    assert.ok(
+      steady >= 0.8 * 20,
+      `throughput near the limit once the shares settled (after 3 s): ${steady.toFixed(1)}/s`,
+    );
+    const row = (await table.read(service)).row;
+    console.log(
+      JSON.stringify(
+        row.grants.map((g) => [
+          g.instance,
+          +g.rate.toFixed(2),
+          g.concurrency,
+          +g.wantRate.toFixed(1),
+          g.wantConcurrency,
+        ]),
+      ),
+    );
+    assert.ok(row.grants.reduce((a, g) => a + g.rate, 0) <= 20 + 1e-9);
+    assert.ok(row.grants.reduce((a, g) => a + g.concurrency, 0) <= 8);
+  });
+
+  it('a 429 at one instance pauses the others within a lease period, and they resume after it', async () => {
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 50, maxConcurrentCalls: 50 };
+    const [a, b] = [gate(service, 'a', limits, 500), gate(service, 'b', limits, 500)];
+    assert.equal(
+      (await a.admit({ key: '1', orderId: '1', customer: 'c', waited: false, since: 0 })).kind,
+      'start',
+    );
+    // b holds a lease too (a took all the headroom first: b's share comes at a's next renewal).
+    if ((await b.admit({ key: '2', orderId: '2', customer: 'c', waited: false, since: 0 })).kind === 'start')
+      b.done(10);
+    a.done(10);
+    const refusedAt = Date.now();
+    a.pushback(3_000);
+    assert.equal(
+      (await a.admit({ key: '3', orderId: '3', customer: 'c', waited: false, since: 0 })).kind,
+      'wait',
+    );
+    // b learns of the pause at its next renewal (lease 500 ms).
+    let pausedAfter = -1;
+    while (Date.now() - refusedAt < 2_000) {
+      const r = await b.admit({ key: '4', orderId: '4', customer: 'c', waited: true, since: 0 });
+      if (r.kind === 'start') b.done(1);
+      if (r.kind === 'wait' && r.reason === 'paused') {
+        pausedAfter = Date.now() - refusedAt;
+        assert.ok(r.at >= refusedAt + 3_000 - 50, 'until the Retry-After');
+        break;
+      }
+      await sleep(50);
+    }
+    console.log(`b paused ${pausedAfter} ms after a's 429`);
+    assert.ok(pausedAfter >= 0 && pausedAfter <= 1_000, `b paused within 1 s, took ${pausedAfter} ms`);
+    const row = (await table.read(service)).row;
+    assert.equal(row.pauses, 1);
+    assert.equal(row.rateFactor, 0.5, 'the rate in force halved');
+    await sleep(refusedAt + 3_100 - Date.now());
+    // Then b resumes (once a's idle share is free to it).
+    let resumedAfter = -1;
+    while (Date.now() - refusedAt < 7_000) {
+      const r = await b.admit({ key: '5', orderId: '5', customer: 'c', waited: true, since: 0 });
+      if (r.kind === 'start') {
+        resumedAfter = Date.now() - refusedAt;
+        break;
+      }
+      await sleep(100);
+    }
+    console.log(`b resumed ${resumedAfter} ms after a's 429 (Retry-After 3000 ms)`);
+    assert.ok(resumedAfter >= 3_000, `b resumed after the pause, at ${resumedAfter} ms`);
+  });
+
+  it('an Agent without a slot sends the request back scheduled, moves complete-by, and calls nothing', async () => {
+    resetCircuitBreakers();
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 0.5, maxConcurrentCalls: 1 }, 1_000);
+    const request = (): AgentRequestMessage => {
+      const order = newOrder(randomUUID());
+      return {
+        type: 'agent-request',
+        orderId: order.orderId,
+        run: 1,
+        step: 'payment',
+        kind: 'do',
+        action: 'charge',
+        attempt: 1,
+        completeBy: new Date(Date.now() + 3_000).toISOString(),
+        idempotencyKey: `${order.orderId}:payment`,
+        payload: {
+          orderId: order.orderId,
+          customerId: order.customerId,
+          items: order.items,
+          shippingAddress: order.shippingAddress,
+        },
+      };
+    };
+    const run = (body: AgentRequestMessage) =>
+      handleAgentRequest(
+        {
+          bus: infra.bus,
+          clock: systemClock,
+          serviceUrl: payment.url,
+          refusals: orderRefusals.payment,
+          service,
+          budget: g,
+          stepTimeoutSeconds: 3,
+        },
+        queues.paymentAgent,
+        body,
+        context('paymentAgent'),
+      );
+    const first = request();
+    const second = request();
+    await run(first);
+    const sentAt = Date.now();
+    await run(second);
+    const charged = (key: string) => payment.ledger().requests.filter((e) => e.idempotencyKey === key).length;
+    assert.equal(charged(first.idempotencyKey), 1);
+    assert.equal(charged(second.idempotencyKey), 0, 'the second request made no call');
+    const back = (await held(infra, queues.paymentAgent, second.orderId)).filter((m) =>
+      String(m.messageId).endsWith(':wait:1'),
+    );
+    assert.equal(back.length, 1, 'sent back to its own queue once');
+    const scheduled = back[0].scheduledEnqueueTimeUtc?.getTime() ?? 0;
+    assert.ok(scheduled >= sentAt + 1_500, `scheduled for its slot ~2 s out, got +${scheduled - sentAt} ms`);
+    assert.equal(back[0].body.waits, 1);
+    assert.ok(typeof back[0].body.waitingSince === 'string');
+    assert.ok(Date.parse(back[0].body.completeBy) >= scheduled + 3_000 - 5, 'a full window after its slot');
+    const replies = await held(infra, queues.scheduler, second.orderId);
+    assert.deepEqual(
+      replies.map((r) => [r.body.outcome, r.body.completeBy]),
+      [['waiting', back[0].body.completeBy]],
+      'the Scheduler is told to move complete-by before the request waits',
+    );
+  });
+});

@@ -1,0 +1,270 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import {
+  admit,
+  afterRefusal,
+  emptyBudgetRow,
+  fairShares,
+  grantGraceMs,
+  integerShares,
+  newPacer,
+  raiseRate,
+  rateInForce,
+  release,
+  renewGrant,
+  type BudgetRow,
+  type CallLimits,
+  type PacingOptions,
+} from '../../shared/domain/index.js';
+
+const leaseMs = 5_000;
+const limits: CallLimits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+describe('call budget: fair shares', () => {
+  it('splits evenly when everyone wants more than the capacity', () => {
+    assert.deepEqual(fairShares(20, [100, 100, 100, 100]), [5, 5, 5, 5]);
+    assert.deepEqual(integerShares(8, [9, 9, 9]), [3, 3, 2]);
+  });
+
+  it('gives a small want what it asks and the rest to the others; spare spreads evenly', () => {
+    assert.deepEqual(fairShares(20, [2, 100, 100]), [2, 9, 9]);
+    assert.deepEqual(fairShares(20, [0, 0, 0, 4]), [4, 4, 4, 8]);
+  });
+
+  it('always sums to the capacity and never below a want it could meet', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 500 }),
+        fc.array(fc.double({ min: 0, max: 1000, noNaN: true }), { minLength: 1, maxLength: 12 }),
+        (capacity, wants) => {
+          const shares = fairShares(capacity, wants);
+          assert.ok(Math.abs(sum(shares) - capacity) < 1e-6);
+          const ints = integerShares(capacity, wants);
+          assert.equal(sum(ints), capacity);
+          assert.ok(ints.every((x) => Number.isInteger(x) && x >= 0));
+          if (sum(wants) <= capacity) shares.forEach((s, i) => assert.ok(s >= wants[i] - 1e-6));
+        },
+      ),
+    );
+  });
+});
+
+describe('call budget: lease renewals never grant more than the limits together', () => {
+  it('a first instance takes all; a second gets only what is free until the first gives back', () => {
+    let row: BudgetRow = { ...emptyBudgetRow };
+    const want = { rate: 100, concurrency: 100 };
+    let r = renewGrant(row, 'a', want, limits, 0, leaseMs);
+    row = r.row;
+    assert.equal(r.grant.rate, 20);
+    assert.equal(r.grant.concurrency, 8);
+    r = renewGrant(row, 'b', want, limits, 100, leaseMs);
+    row = r.row;
+    assert.equal(r.grant.rate, 0, 'a holds everything');
+    r = renewGrant(row, 'a', want, limits, 1_000, leaseMs);
+    row = r.row;
+    assert.equal(r.grant.rate, 10, 'a gives back to its fair share at once');
+    assert.equal(r.grant.concurrency, 4);
+    r = renewGrant(row, 'b', want, limits, 1_100, leaseMs);
+    assert.equal(r.grant.rate, 0, 'what a gave back counts for one more window');
+    assert.equal(r.grant.concurrency, 4);
+    r = renewGrant(r.row, 'b', want, limits, 2_001, leaseMs);
+    assert.equal(r.grant.rate, 10);
+    assert.equal(r.grant.concurrency, 4);
+  });
+
+  it('rate given back is taken by others only a window later; shares are whole calls per second', () => {
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 1 }, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 50, concurrency: 1 }, limits, 10, leaseMs).row;
+    row = renewGrant(row, 'c', { rate: 50, concurrency: 1 }, limits, 20, leaseMs).row;
+    const a = renewGrant(row, 'a', { rate: 50, concurrency: 1 }, limits, 100, leaseMs);
+    assert.equal(a.grant.rate, 7, '20 over three: 7, 7, 6 (whole calls)');
+    assert.equal(renewGrant(a.row, 'b', { rate: 50, concurrency: 1 }, limits, 200, leaseMs).grant.rate, 0);
+    const b = renewGrant(a.row, 'b', { rate: 50, concurrency: 1 }, limits, 1_101, leaseMs);
+    assert.ok(b.grant.rate >= 6 && Number.isInteger(b.grant.rate), `b: ${b.grant.rate}`);
+  });
+
+  it('fewer slots than instances: the slots stay in use (none is left idle by every renewer)', () => {
+    let row: BudgetRow = { ...emptyBudgetRow };
+    const want = { rate: 5, concurrency: 3 };
+    const two = { maxCallsPerSecond: 5, maxConcurrentCalls: 2 };
+    for (let round = 0; round < 5; round++) {
+      for (const [i, instance] of ['a', 'b', 'c', 'd'].entries()) {
+        row = renewGrant(row, instance, want, two, round * 1_000 + i * 10, leaseMs).row;
+      }
+    }
+    assert.equal(sum(row.grants.map((g) => g.concurrency)), 2);
+    assert.equal(sum(row.grants.map((g) => g.rate)), 5);
+  });
+
+  it('a shrinking grant keeps the slots its calls in flight still use', () => {
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 50 }, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 50, concurrency: 50 }, limits, 10, leaseMs).row;
+    const a = renewGrant(row, 'a', { rate: 50, concurrency: 50, inFlight: 7 }, limits, 20, leaseMs);
+    assert.equal(a.grant.concurrency, 7, 'fair is 4, but 7 calls still run');
+    assert.equal(
+      renewGrant(a.row, 'b', { rate: 50, concurrency: 50 }, limits, 30, leaseMs).grant.concurrency,
+      1,
+    );
+  });
+
+  it('an expired grant is freed only after the grace', () => {
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 50 }, limits, 0, leaseMs).row;
+    assert.equal(
+      renewGrant(row, 'b', { rate: 50, concurrency: 50 }, limits, leaseMs + 1, leaseMs).grant.rate,
+      0,
+    );
+    row = renewGrant(
+      row,
+      'b',
+      { rate: 50, concurrency: 50 },
+      limits,
+      leaseMs + grantGraceMs + 1,
+      leaseMs,
+    ).row;
+    assert.equal(row.grants.length, 1);
+    assert.equal(row.grants[0].rate, 20);
+  });
+
+  it('any sequence of renewals and refusals keeps the live grants within the rate and concurrency in force', () => {
+    const op = fc.record({
+      instance: fc.constantFrom('a', 'b', 'c', 'd', 'e'),
+      wantRate: fc.double({ min: 0, max: 60, noNaN: true }),
+      wantConc: fc.integer({ min: 0, max: 20 }),
+      inFlight: fc.integer({ min: 0, max: 10 }),
+      dt: fc.integer({ min: 0, max: 4_000 }),
+      refuse: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        let row: BudgetRow = { ...emptyBudgetRow };
+        let now = 1_000;
+        for (const o of ops) {
+          now += o.dt;
+          row = o.refuse
+            ? afterRefusal(row, now, 1_000, 500)
+            : renewGrant(row, o.instance, { rate: o.wantRate, concurrency: o.wantConc }, limits, now, leaseMs)
+                .row;
+          const live = row.grants.filter((g) => g.expiresAt + grantGraceMs > now);
+          assert.ok(sum(live.map((g) => g.rate)) <= 20 * row.rateFactor + 1e-6);
+          assert.ok(sum(live.map((g) => g.concurrency)) <= 8);
+        }
+      }),
+    );
+  });
+});
+
+describe('call budget: a 429 pauses everyone and the rate adapts (AIMD)', () => {
+  it('pauses until Retry-After and halves the rate once per pause', () => {
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 40, concurrency: 8 }, limits, 0, leaseMs).row;
+    row = afterRefusal(row, 1_000, 3_000, 500);
+    assert.equal(row.pausedUntil, 4_000);
+    assert.equal(row.rateFactor, 0.5);
+    assert.equal(row.grants[0].rate, 10, 'grants shrink with the rate at once');
+    assert.equal(rateInForce(limits, row, 2_000), 0);
+    row = afterRefusal(row, 1_200, 3_000, 500);
+    assert.equal(row.rateFactor, 0.5, 'a second 429 of the same pause is the same pushback');
+    assert.equal(row.pauses, 1);
+    assert.equal(rateInForce(limits, row, 4_199), 0, 'the later Retry-After extends the pause');
+    assert.equal(rateInForce(limits, row, 4_200), 10);
+  });
+
+  it('without Retry-After pauses for the minimum; the factor never drops below the floor', () => {
+    let row: BudgetRow = { ...emptyBudgetRow };
+    for (let i = 0; i < 20; i++) row = afterRefusal(row, i * 10_000, undefined, 500);
+    assert.equal(row.pausedUntil, 190_500);
+    assert.equal(row.rateFactor, 0.05);
+  });
+
+  it('raises slowly: one step per quiet lease period, up to the declared rate', () => {
+    let row = afterRefusal({ ...emptyBudgetRow }, 0, 1_000, 500);
+    assert.equal(raiseRate(row, 1_000 + leaseMs - 1, leaseMs), row, 'not within a period of the pause');
+    row = raiseRate(row, 1_000 + leaseMs, leaseMs);
+    assert.ok(Math.abs(row.rateFactor - 0.6) < 1e-9);
+    assert.equal(raiseRate(row, 1_000 + leaseMs + 10, leaseMs), row, 'one step per period');
+    for (let t = 2; t < 20; t++) row = raiseRate(row, t * leaseMs, leaseMs);
+    assert.equal(row.rateFactor, 1);
+  });
+});
+
+describe('call budget: pacing inside a grant', () => {
+  const options: PacingOptions = { customerShare: 0.5, callMs: 200, leaseMs, horizonMs: 10_000 };
+  const pacer = (rate: number, concurrency: number) => ({ ...newPacer(), rate, concurrency });
+
+  it('starts at most one call per 1/rate and no more than the concurrency at once', () => {
+    const p = pacer(5, 2);
+    assert.deepEqual(admit(p, { customer: 'x', waited: false }, 0, options), { kind: 'start' });
+    const second = admit(p, { customer: 'x', waited: false }, 10, options);
+    assert.equal(second.kind, 'wait');
+    if (second.kind === 'wait') assert.equal(second.at, 200);
+    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 200, options), { kind: 'start' });
+    const third = admit(p, { customer: 'x', waited: false }, 400, options);
+    assert.equal(third.kind, 'wait');
+    if (third.kind === 'wait') assert.equal(third.reason, 'concurrency');
+    release(p);
+    assert.deepEqual(admit(p, { customer: 'x', waited: false }, 400, options), { kind: 'start' });
+  });
+
+  it('counts starts in any 1 s window within the rate, whatever the arrivals', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 3_000 }), { maxLength: 200 }), (arrivals) => {
+        const p = pacer(7, 100);
+        const starts: number[] = [];
+        for (const t of [...arrivals].sort((a, b) => a - b)) {
+          const a = admit(p, { customer: 'x', waited: t % 2 === 0 }, t, { ...options, maxHoldMs: 50 });
+          if (a.kind === 'start') starts.push(t + (a.delayMs ?? 0));
+        }
+        for (const s of starts) assert.ok(starts.filter((u) => u >= s && u < s + 1000).length <= 7);
+      }),
+    );
+  });
+
+  it('a request due within a moment of its slot waits that moment in place instead of re-queueing', () => {
+    const p = pacer(5, 5);
+    admit(p, { customer: 'x', waited: false }, 0, { ...options, maxHoldMs: 50 });
+    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 190, { ...options, maxHoldMs: 50 }), {
+      kind: 'start',
+      delayMs: 10,
+    });
+    const early = admit(p, { customer: 'x', waited: true }, 300, { ...options, maxHoldMs: 50 });
+    assert.equal(early.kind, 'wait', '100 ms early is more than the hold');
+  });
+
+  it('a paused pacer starts nothing and books from the end of the pause', () => {
+    const p = { ...pacer(5, 2), pausedUntil: 3_000 };
+    const a = admit(p, { customer: 'x', waited: false }, 0, options);
+    assert.deepEqual(a, { kind: 'wait', at: 3_000, reason: 'paused' });
+    const b = admit(p, { customer: 'y', waited: false }, 0, options);
+    assert.ok(b.kind === 'wait' && b.at === 3_200, 'the next booking takes the next slot');
+  });
+
+  it('a fresh request never takes the slot booked for one that waited', () => {
+    const p = pacer(5, 5);
+    admit(p, { customer: 'x', waited: false }, 0, options);
+    const booked = admit(p, { customer: 'y', waited: false }, 50, options);
+    assert.ok(booked.kind === 'wait' && booked.at === 200);
+    assert.equal(admit(p, { customer: 'z', waited: false }, 200, options).kind, 'wait');
+    assert.equal(admit(p, { customer: 'y', waited: true }, 200, options).kind, 'start');
+  });
+
+  it("one customer's burst holds at most its share of the horizon's slots: others book near the front", () => {
+    const p = pacer(5, 5); // 50 slots in the 10 s horizon; a customer holds at most 25
+    for (let i = 0; i < 200; i++) admit(p, { customer: 'burst', waited: false }, i, options);
+    const other = admit(p, { customer: 'other', waited: false }, 300, options);
+    assert.ok(other.kind === 'wait');
+    if (other.kind === 'wait') assert.ok(other.at <= 200 * 26 + 1, `other booked at ${other.at}`);
+    assert.ok(p.book.filter((b) => b.customer === 'burst').length <= 25);
+    const over = admit(p, { customer: 'burst', waited: false }, 300, options);
+    assert.ok(over.kind === 'wait' && over.reason === 'share');
+  });
+
+  it('with no grant it waits for the next renewal', () => {
+    const p = pacer(0, 0);
+    assert.deepEqual(admit(p, { customer: 'x', waited: false }, 100, options), {
+      kind: 'wait',
+      at: 100 + leaseMs,
+      reason: 'no-grant',
+    });
+  });
+});
