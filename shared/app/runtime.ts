@@ -9,6 +9,7 @@ import { queues } from '../messaging/entities.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
+import { Retention } from '../retention/retention.js';
 
 /**
  * The composition root: one set of clients per process, built on first use from the validated
@@ -49,13 +50,15 @@ export function dependencies(): Promise<Dependencies> {
 
 async function create(s: Settings): Promise<Dependencies> {
   const bus = ServiceBusMessageBus.fromConnection(s.serviceBus);
+  const store = await StateStore.open(s.stateStore, {
+    // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
+    indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
+    indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),
+    stateIndexPartitions: s.orderIndexPartitions,
+  });
   return {
-    store: await StateStore.open(s.stateStore, {
-      // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
-      indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
-      indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),
-      stateIndexPartitions: s.orderIndexPartitions,
-    }),
+    store,
+    retention: await Retention.open(store, s.stateStore, s.retention, s.retention.archiveConnection),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
     door: {

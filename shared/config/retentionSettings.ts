@@ -6,8 +6,7 @@ type Env = Record<string, string | undefined>;
 
 /** Where the archive blobs go: the state store's account, its blob service. */
 export type ArchiveConnection =
-  | { kind: 'connectionString'; connectionString: string }
-  | { kind: 'identity'; blobServiceUri: string };
+  { kind: 'connectionString'; connectionString: string } | { kind: 'identity'; blobServiceUri: string };
 
 export interface RetentionSettings extends RetentionPolicy {
   /** Absent when nothing is archived (ORDER_ARCHIVE=off or ORDER_RETENTION_DAYS=0). */
@@ -38,15 +37,29 @@ function archiveConnection(env: Env, store: StateStoreConnection, r: Readers): A
     const parts = connectionStringParts(store.connectionString);
     if (typeof parts === 'string') return undefined;
     const dev = /^true$/i.test(parts.get('usedevelopmentstorage') ?? '');
-    const keyed = parts.get('accountname') && parts.get('accountkey') && parts.get('defaultendpointsprotocol');
+    const keyed =
+      parts.get('accountname') && parts.get('accountkey') && parts.get('defaultendpointsprotocol');
     if (dev || parts.get('blobendpoint') || keyed) {
       return { kind: 'connectionString', connectionString: store.connectionString };
+    }
+    // A SAS for the account's table endpoint: the same account's blob endpoint, the same SAS.
+    const table = parts.get('tableendpoint');
+    const sas = parts.get('sharedaccesssignature');
+    if (table && sas && /\.table\.core\./i.test(table)) {
+      const blob = table.replace(/\.table\.core\./i, '.blob.core.');
+      return {
+        kind: 'connectionString',
+        connectionString: `BlobEndpoint=${blob};SharedAccessSignature=${sas}`,
+      };
     }
     return undefined;
   }
   const uri = store.tableServiceUri;
   if (/\.table\.core\./i.test(uri)) {
-    return { kind: 'identity', blobServiceUri: uri.replace(/\.table\.core\./i, '.blob.core.').replace(/\/+$/, '') };
+    return {
+      kind: 'identity',
+      blobServiceUri: uri.replace(/\.table\.core\./i, '.blob.core.').replace(/\/+$/, ''),
+    };
   }
   return undefined;
 }

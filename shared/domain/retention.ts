@@ -78,7 +78,11 @@ export interface PurgeCandidate {
  * `n`, each order once (an order listed under two states is taken at its older entry; the purge
  * re-checks it against its state row anyway).
  */
-export function purgeSelection(candidates: PurgeCandidate[], cutoff: Date | null, n: number): PurgeCandidate[] {
+export function purgeSelection(
+  candidates: PurgeCandidate[],
+  cutoff: Date | null,
+  n: number,
+): PurgeCandidate[] {
   if (cutoff === null || n <= 0) return [];
   const seen = new Set<string>();
   const out: PurgeCandidate[] = [];

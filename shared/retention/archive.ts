@@ -44,7 +44,10 @@ export class OrderArchive {
     const service =
       connection.kind === 'connectionString'
         ? BlobServiceClient.fromConnectionString(connection.connectionString)
-        : new BlobServiceClient(connection.blobServiceUri, options.credential ?? new DefaultAzureCredential());
+        : new BlobServiceClient(
+            connection.blobServiceUri,
+            options.credential ?? new DefaultAzureCredential(),
+          );
     const container = service.getContainerClient(options.container ?? archiveContainer);
     await container.createIfNotExists();
     return new OrderArchive(container);

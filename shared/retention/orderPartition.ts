@@ -54,10 +54,13 @@ export function archiveDocument(p: OrderPartition, archivedAt: Date): ArchivedOr
     orderId: order.orderId,
     archivedAt: archivedAt.toISOString(),
     order: JSON.parse(JSON.stringify(order)) as Record<string, unknown>,
-    state: JSON.parse(
-      JSON.stringify({ ...state, stateSince: sinceOf(p.stateRow)?.toISOString() }),
-    ) as Record<string, unknown>,
-    history: p.historyRows.map((r) => JSON.parse(JSON.stringify(rowToHistoryEntry(r))) as Record<string, unknown>),
+    state: JSON.parse(JSON.stringify({ ...state, stateSince: sinceOf(p.stateRow)?.toISOString() })) as Record<
+      string,
+      unknown
+    >,
+    history: p.historyRows.map(
+      (r) => JSON.parse(JSON.stringify(rowToHistoryEntry(r))) as Record<string, unknown>,
+    ),
   };
 }
 
@@ -150,7 +153,9 @@ export async function writeHold(
   let stateEtag: string;
   let held: boolean;
   try {
-    const state = await orders.getEntity(orderId, stateRowKey, { queryOptions: { select: ['PartitionKey'] } });
+    const state = await orders.getEntity(orderId, stateRowKey, {
+      queryOptions: { select: ['PartitionKey'] },
+    });
     stateEtag = state.etag;
   } catch (e) {
     if (httpStatusOf(e) === 404) return 'gone';

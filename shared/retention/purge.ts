@@ -51,7 +51,7 @@ export interface PurgeContext {
   policy: RetentionPolicy;
   now: Date;
   /** Test hook: throws at a named step, as a crash would stop the slice there. */
-  crashAt?: (step: 'archived' | 'marked' | 'unlisted' | 'fenced') => void;
+  crashAt?: (step: 'archived' | 'marked' | 'unlisted' | 'fenced') => void | Promise<void>;
 }
 
 const msKey = (ms: number): string => String(ms).padStart(13, '0');
@@ -92,7 +92,8 @@ function groupOf(p: OrderPartition): IndexedOrder | null {
 function stillExpired(p: OrderPartition, entry: IndexedOrder, ctx: PurgeContext): 'purge' | 'held' | 'other' {
   if (!p.stateRow || !p.orderRow || isTombstone(p.orderRow)) return 'other';
   const since = sinceOf(p.stateRow);
-  if (!since || p.stateRow.ProcessState !== entry.state || since.getTime() !== entry.since.getTime()) return 'other';
+  if (!since || p.stateRow.ProcessState !== entry.state || since.getTime() !== entry.since.getTime())
+    return 'other';
   const verdict = retentionVerdict(
     { processState: entry.state, since, held: p.holdRow !== undefined },
     ctx.now,
@@ -110,13 +111,13 @@ function stillExpired(p: OrderPartition, entry: IndexedOrder, ctx: PurgeContext)
  */
 async function deleteJudged(ctx: PurgeContext, p: OrderPartition, entry: IndexedOrder, blobName?: string) {
   await ctx.store.stateIndex.leave(entry);
-  ctx.crashAt?.('unlisted');
+  await ctx.crashAt?.('unlisted');
   if (!(await fenceState(ctx.store.orders, p))) {
     // Someone moved the order since it was judged (a hold, a resubmit): it stays, and so does its group.
     await restore(ctx, entry.orderId);
     return false;
   }
-  ctx.crashAt?.('fenced');
+  await ctx.crashAt?.('fenced');
   await finishDeleted(ctx, entry.orderId, blobName);
   return true;
 }
@@ -137,7 +138,10 @@ async function restore(ctx: PurgeContext, orderId: string): Promise<void> {
 }
 
 /** A marker a crashed slice left: finish the purge it started, or undo it. */
-async function resume(ctx: PurgeContext, marker: { entry: IndexedOrder; blobName?: string }): Promise<boolean> {
+async function resume(
+  ctx: PurgeContext,
+  marker: { entry: IndexedOrder; blobName?: string },
+): Promise<boolean> {
   const { entry } = marker;
   const p = await readPartition(ctx.store.orders, entry.orderId);
   if (!p.stateRow && p.orderRow) {
@@ -147,7 +151,10 @@ async function resume(ctx: PurgeContext, marker: { entry: IndexedOrder; blobName
     return true;
   }
   // The archive was written before the marker (when archiving), so only the deletes remain.
-  if (stillExpired(p, entry, ctx) === 'purge' && (ctx.archive === undefined || marker.blobName !== undefined)) {
+  if (
+    stillExpired(p, entry, ctx) === 'purge' &&
+    (ctx.archive === undefined || marker.blobName !== undefined)
+  ) {
     return deleteJudged(ctx, p, entry, marker.blobName);
   }
   await restore(ctx, entry.orderId);
@@ -204,7 +211,9 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
   if (cutoff !== null) {
     // Held orders stay at the head of the oldest-first entries: read past them (bounded).
     const heldRoom = (await ctx.table.heldIds(1000)).length;
-    const read = await Promise.all(purgeableStates.map((s) => oldestBefore(ctx.store, s, cutoff, n + heldRoom)));
+    const read = await Promise.all(
+      purgeableStates.map((s) => oldestBefore(ctx.store, s, cutoff, n + heldRoom)),
+    );
     const entries = new Map<string, IndexedOrder>();
     for (const e of read.flat()) if (!entries.has(e.orderId)) entries.set(e.orderId, e);
     const candidates: PurgeCandidate[] = [...entries.values()].map((e) => ({
@@ -235,13 +244,13 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
       );
       report.archived = judged.length;
     }
-    ctx.crashAt?.('archived');
+    await ctx.crashAt?.('archived');
     for (const [i, j] of judged.entries()) {
       // The rate: the i-th order of the slice is not deleted before i / rate seconds.
       const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
       if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
       await ctx.table.putMarker(j.entry, j.blobName);
-      ctx.crashAt?.('marked');
+      await ctx.crashAt?.('marked');
       if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
       else report.keptOther += 1;
     }

@@ -148,7 +148,12 @@ export class Retention {
       event: 'LegalHoldPlaced',
       ...(reason ? { outcome: reason.slice(0, 200) } : {}),
     };
-    const result = await writeHold(this.store.orders, orderId, { by, at, ...(reason ? { reason } : {}) }, entry);
+    const result = await writeHold(
+      this.store.orders,
+      orderId,
+      { by, at, ...(reason ? { reason } : {}) },
+      entry,
+    );
     if (result === 'gone') await this.table.deleteHeld(orderId);
     return result;
   }
@@ -203,7 +208,13 @@ export class Retention {
     const held: RetentionReadout['held'] = [];
     for (const orderId of await this.table.heldIds(100)) {
       const h = await this.holdOf(orderId);
-      if (h) held.push({ orderId, heldBy: h.heldBy, heldAt: h.heldAt.toISOString(), ...(h.reason ? { reason: h.reason } : {}) });
+      if (h)
+        held.push({
+          orderId,
+          heldBy: h.heldBy,
+          heldAt: h.heldAt.toISOString(),
+          ...(h.reason ? { reason: h.reason } : {}),
+        });
     }
     return {
       orderRetentionDays: this.policy.orderRetentionDays,
