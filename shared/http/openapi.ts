@@ -588,7 +588,16 @@ function operations(): Record<string, Record<string, OperationObject>> {
           "What `GET /orders/{orderId}` shows the order's client, for an operator (who holds no function key): the order page of the console reads it.",
         parameters: [param('OrderId')],
         responses: {
-          '200': json('OrderView', "The order's recorded process state, step by step.", ['Cache-Control']),
+          '200': {
+            description:
+              "The order's recorded process state, step by step; a purged order's archive document, marked `archived`.",
+            headers: { 'Cache-Control': { $ref: '#/components/headers/Cache-Control' } },
+            content: {
+              'application/json': {
+                schema: { oneOf: [componentRef('OrderView'), componentRef('ArchivedOrderView')] },
+              },
+            },
+          },
           '400': badOrderId,
           '404': notFound,
           ...operatorResponses,
