@@ -317,7 +317,7 @@ export async function submitStalled(ctx: ChaosContext, skus: string[], stallMs: 
   return orderId;
 }
 
-export function chaosPolicy() {
+function chaosPolicy() {
   return makePolicy({
     stepTimeoutSeconds: Number(chaosSettings.STEP_TIMEOUT_SECONDS),
     claimTimeoutSeconds: Number(chaosSettings.CLAIM_TIMEOUT_SECONDS),

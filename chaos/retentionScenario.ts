@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   decide,
   historyEntryFor,
+  makePolicy,
   orderIdFromIdempotencyKey,
   orderWorkflow,
   type Order,
@@ -10,7 +11,7 @@ import {
 import { defaultRetention } from '../shared/domain/retention.js';
 import { Retention } from '../shared/retention/retention.js';
 import type { StateStore, StoredOrder } from '../shared/stateStore/index.js';
-import { chaosPolicy, crashHost, orderBody, sleep, submitOrder, type ChaosContext } from './harness.js';
+import { chaosSettings, crashHost, orderBody, sleep, submitOrder, type ChaosContext } from './harness.js';
 import { requestHash } from '../shared/http/orderApi.js';
 import { parseOrderRequest } from '../shared/orders/orderRequest.js';
 
@@ -30,26 +31,41 @@ interface Seeded {
 const seededBy = new WeakMap<ChaosContext, Seeded>();
 const day = 86_400_000;
 
+function chaosPolicyInput() {
+  return {
+    stepTimeoutSeconds: Number(chaosSettings.STEP_TIMEOUT_SECONDS),
+    claimTimeoutSeconds: Number(chaosSettings.CLAIM_TIMEOUT_SECONDS),
+    failureSoftThreshold: Number(chaosSettings.FAILURE_SOFT_THRESHOLD),
+    failureHardThreshold: Number(chaosSettings.FAILURE_HARD_THRESHOLD),
+    extendedBackoffSeconds: Number(chaosSettings.EXTENDED_BACKOFF_SECONDS),
+  };
+}
+
 /** One order written through the store as if it ran `daysAgo` days ago and ended Processed. */
 async function finishedOrder(store: StateStore, key: string, at: Date): Promise<string> {
   const orderId = orderIdFromIdempotencyKey(key);
   const parsed = parseOrderRequest(orderBody([]));
   if (!parsed.ok) throw new Error('chaos order body does not parse');
   const order: Order = { orderId, ...parsed.value, requestHash: requestHash(parsed.value), createdAt: at };
-  const policy = chaosPolicy();
+  // Deadlines an hour from now while it is written, so the host's Supervisor never times it out
+  // (it would send its claim, and the host would run a seeded order); only the last transition,
+  // the one that makes it terminal, is dated `at`, which is what retention counts from.
+  const policy = makePolicy({ ...chaosPolicyInput(), stepTimeoutSeconds: 3600, claimTimeoutSeconds: 3600 });
   const apply = async (s: StoredOrder, e: OrderEvent, t: Date) => {
     const d = decide(orderWorkflow, s.state, e, t, policy);
     return store.save(s, d.state, historyEntryFor(e, s.state, d.state, t, d.state.workflowVersion));
   };
+  const now = new Date();
   const submit: OrderEvent = { type: 'Submit', orderId };
-  const d = decide(orderWorkflow, null, submit, at, policy);
+  const d = decide(orderWorkflow, null, submit, now, policy);
   let s = await store.submit(order, d.state, {
-    history: historyEntryFor(submit, null, d.state, at, d.state.workflowVersion),
+    history: historyEntryFor(submit, null, d.state, now, d.state.workflowVersion),
   });
-  s = await apply(s, { type: 'Claim', by: 'chaos' }, new Date(at.getTime() + 1));
-  for (const [i, step] of ['inventory', 'payment', 'shipping'].entries()) {
-    s = await apply(s, { type: 'StepSucceeded', step, run: 1, attempt: 1 }, new Date(at.getTime() + 2 + i));
+  s = await apply(s, { type: 'Claim', by: 'chaos' }, now);
+  for (const step of ['inventory', 'payment']) {
+    s = await apply(s, { type: 'StepSucceeded', step, run: 1, attempt: 1 }, now);
   }
+  await apply(s, { type: 'StepSucceeded', step: 'shipping', run: 1, attempt: 1 }, at);
   return orderId;
 }
 
