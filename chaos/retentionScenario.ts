@@ -185,9 +185,15 @@ export async function checkRetentionUnderLoad(
     if (s) truth[s] = (truth[s] ?? 0) + 1;
   }
   truth.Processed = (truth.Processed ?? 0) + seeded.held.length;
+  // The purge moves only terminal counts: those must be exact. In-flight states may be over by the
+  // groups a SIGKILLed writer entered before its transaction, until readers or the full repair
+  // pass remove them (stateIndex.ts: a superset); reported, not a violation.
+  const over: string[] = [];
   for (const [state, count] of Object.entries(counts)) {
-    if (count !== (truth[state] ?? 0))
+    if (count === (truth[state] ?? 0)) continue;
+    if (['Processed', 'Compensated', 'Error'].includes(state) || count < (truth[state] ?? 0)) {
       violations.push(`counts: ${state} ${count}, truth ${truth[state] ?? 0}`);
+    } else over.push(`${state} +${count - (truth[state] ?? 0)}`);
   }
   const final = seeded.resubmitted.slice(seeded.resubmitted.length / 2);
   const during = seeded.resubmitted.slice(0, seeded.resubmitted.length / 2);
@@ -202,6 +208,6 @@ export async function checkRetentionUnderLoad(
     note:
       `${purged}/${seeded.expired.size} expired purged (${seeded.leftAtKill ?? '?'} left when the host was killed), ` +
       `${docs.length} archive documents, ` +
-      `${seeded.held.length} held kept; resubmissions during: ${during.map((r) => r.status).join(',')}; after: all ${final[0]?.status ?? '-'}`,
+      `${seeded.held.length} held kept; in-flight counts over by a killed writer: ${over.join(' ') || 'none'}; resubmissions during: ${during.map((r) => r.status).join(',')}; after: all ${final[0]?.status ?? '-'}`,
   };
 }
