@@ -95,6 +95,11 @@ export interface ChaosContext {
   attempted: Set<string>;
   /** POSTs that got no 202 (host down, 503): not acknowledged, so not owed a terminal state. */
   refused: number;
+  /**
+   * Orders a scenario placed as history (written through the store long finished, e.g. for the
+   * retention purge): not sent through the API, so neither owed a terminal state nor phantoms.
+   */
+  seeded: Set<string>;
   /** 503s with Retry-After from the submission door (each retried after the wait it asked for). */
   doorRefusals: number;
   extraHosts: SpawnedLocalHost[];
@@ -165,6 +170,7 @@ export async function openContext(options: ContextOptions = {}): Promise<ChaosCo
     dataDir,
     submitted: new Map(),
     attempted: new Set(),
+    seeded: new Set(),
     refused: 0,
     doorRefusals: 0,
     extraHosts: [],

@@ -26,6 +26,7 @@ import { chaosWorkflows, versionsVariable, writeVersionedAppRoot } from './versi
 import { actionIdempotencyKey, isTerminal, stepDefinition, workflowOf } from '../shared/domain/index.js';
 import { serviceForOperation, type RemoteAction } from '../shared/agents/remoteOperations.js';
 import { startThrottlingProxy, type ThrottlingProxy } from './throttlingProxy.js';
+import { checkRetentionUnderLoad, runRetentionUnderLoad } from './retentionScenario.js';
 
 /**
  * The chaos scenarios. Each submits `n` orders and does its damage while they run; the runner
@@ -1103,6 +1104,18 @@ export const scenarios: Scenario[] = [
       await submitMany(ctx, n, [[faultSku('payment', 'hang', 3)], []], 50);
       return 'broker clock +5 s; payment hangs 3 times for half the orders; back-off 8 s';
     },
+  },
+  {
+    name: 'retention-under-load',
+    quick: false,
+    recoverable: true,
+    // Orders that finished 3 days ago are past a 1-day retention; the purge runs 100 orders/s.
+    settings: { ORDER_RETENTION_DAYS: '1', ORDER_PURGE_RATE_PER_SECOND: '100' },
+    what:
+      'live orders while 10x as many orders that finished days ago are archived and purged by the ' +
+      "host's Supervisor (some held), the host SIGKILLed mid-purge, their requests resubmitted",
+    run: runRetentionUnderLoad,
+    check: checkRetentionUnderLoad,
   },
   {
     name: 'submission-stall',

@@ -190,6 +190,7 @@ module rbac 'app/rbac.bicep' = {
   scope: rg
   params: {
     storageAccountName: storage.outputs.name
+    archiveContainerName: storage.outputs.archiveContainerName
     serviceBusNamespaceName: serviceBus.outputs.name
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     appPrincipalId: identity.outputs.principalId

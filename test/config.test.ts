@@ -209,3 +209,64 @@ test('ORDER_INDEX_PARTITIONS: 32 partitions per state by default, 1 to 256, anyt
     );
   }
 });
+
+test('retention: ORDER_RETENTION_DAYS 90, IDEMPOTENCY_RETENTION_DAYS 365, ORDER_PURGE_RATE_PER_SECOND 20, ORDER_ARCHIVE on by default; bad values name the setting', () => {
+  const r = loadSettings(base).retention;
+  assert.equal(r.orderRetentionDays, 90);
+  assert.equal(r.idempotencyRetentionDays, 365);
+  assert.equal(r.purgeRatePerSecond, 20);
+  assert.equal(r.archive, true);
+  assert.deepEqual(r.archiveConnection, {
+    kind: 'connectionString',
+    connectionString: 'UseDevelopmentStorage=true',
+  });
+  assert.equal(loadSettings({ ...base, ORDER_RETENTION_DAYS: '0' }).retention.orderRetentionDays, 0);
+  assert.equal(loadSettings({ ...base, ORDER_ARCHIVE: 'off' }).retention.archiveConnection, undefined);
+  for (const [name, bad] of [
+    ['ORDER_RETENTION_DAYS', '-1'],
+    ['ORDER_RETENTION_DAYS', 'ninety'],
+    ['IDEMPOTENCY_RETENTION_DAYS', '1.5'],
+    ['ORDER_PURGE_RATE_PER_SECOND', '0'],
+    ['ORDER_ARCHIVE', 'yes'],
+  ] as const) {
+    assert.throws(
+      () => loadSettings({ ...base, [name]: bad }),
+      (e: unknown) => e instanceof SettingsError && e.setting === name,
+      `${name}=${bad}`,
+    );
+  }
+});
+
+test('retention: the archive follows the state store account; without a blob service it must be named or turned off', () => {
+  const identity = {
+    ...base,
+    StateStoreConnection: undefined,
+    StateStoreConnection__tableServiceUri: 'https://acct.table.core.windows.net/',
+  };
+  assert.deepEqual(loadSettings(identity).retention.archiveConnection, {
+    kind: 'identity',
+    blobServiceUri: 'https://acct.blob.core.windows.net',
+  });
+  const custom = {
+    ...base,
+    StateStoreConnection: undefined,
+    StateStoreConnection__tableServiceUri: 'http://127.0.0.1:10002/devstoreaccount1',
+  };
+  assert.throws(
+    () => loadSettings(custom),
+    (e: unknown) => e instanceof SettingsError && e.setting === 'OrderArchiveConnection__blobServiceUri',
+  );
+  assert.equal(loadSettings({ ...custom, ORDER_ARCHIVE: 'off' }).retention.archive, false);
+  assert.equal(loadSettings({ ...custom, ORDER_RETENTION_DAYS: '0' }).retention.archiveConnection, undefined);
+  assert.deepEqual(
+    loadSettings({
+      ...custom,
+      OrderArchiveConnection__blobServiceUri: 'http://127.0.0.1:10000/devstoreaccount1',
+    }).retention.archiveConnection,
+    { kind: 'identity', blobServiceUri: 'http://127.0.0.1:10000/devstoreaccount1' },
+  );
+  assert.throws(
+    () => loadSettings({ ...custom, OrderArchiveConnection__blobServiceUri: 'not a url' }),
+    (e: unknown) => e instanceof SettingsError && e.setting === 'OrderArchiveConnection__blobServiceUri',
+  );
+});

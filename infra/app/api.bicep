@@ -67,6 +67,8 @@ var appSettings = {
   StateStoreConnection__tableServiceUri: storage.properties.primaryEndpoints.table
   // Every account orders are spread over, the main one first (one entry: the main one alone).
   StateStoreAccounts: join(concat([storage.properties.primaryEndpoints.table], moreStateStoreTableUris), ',')
+  // The order archive (retention): the same account's blob service, container order-archive.
+  OrderArchiveConnection__blobServiceUri: storage.properties.primaryEndpoints.blob
 
   // DefaultAzureCredential in our SDK clients picks the user-assigned identity by this id.
   AZURE_CLIENT_ID: identityClientId
@@ -95,6 +97,12 @@ var appSettings = {
   OPERATOR_BULK_RATE_PER_SECOND: '20'
   // Partitions per process state of the operator's state index (docs/state-store.md, capacity).
   ORDER_INDEX_PARTITIONS: '32'
+  // Retention (docs/operations.md): terminal orders archived then purged after 90 days, a
+  // purged order's Idempotency-Key answers 410 for a year.
+  ORDER_RETENTION_DAYS: '90'
+  IDEMPOTENCY_RETENTION_DAYS: '365'
+  ORDER_PURGE_RATE_PER_SECOND: '20'
+  ORDER_ARCHIVE: 'on'
 
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.

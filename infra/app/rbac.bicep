@@ -2,6 +2,8 @@
 // roles scoped to each entity it receives from or sends to (never the whole namespace).
 // The optional deploying user gets read-only access for debugging.
 param storageAccountName string
+@description('The order archive container: the app identity writes and reads it (retention).')
+param archiveContainerName string = 'order-archive'
 param serviceBusNamespaceName string
 param applicationInsightsName string
 param appPrincipalId string
@@ -19,6 +21,7 @@ param userPrincipalType string = 'User'
 // Built-in role definition ids, checked against the Azure built-in roles reference.
 var roles = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
   storageTableDataReader: '76199698-9eea-4c19-bc75-cec21354c6b6'
@@ -43,6 +46,26 @@ var withUser = !empty(userPrincipalId)
 
 resource storageAccount 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
+
+  resource blobServices 'blobServices' existing = {
+    name: 'default'
+
+    resource archiveContainer 'containers' existing = {
+      name: archiveContainerName
+    }
+  }
+}
+
+// The archive on its own: scoped to its container, so the purge's access does not hang on the
+// host's account-wide role.
+resource appArchive 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storageAccount::blobServices::archiveContainer.id, appPrincipalId, roles.storageBlobDataContributor)
+  scope: storageAccount::blobServices::archiveContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataContributor)
+    principalId: appPrincipalId
+    principalType: 'ServicePrincipal'
+  }
 }
 
 resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {

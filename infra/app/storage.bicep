@@ -4,6 +4,11 @@ param name string
 param location string
 param tags object
 param deploymentContainerName string
+@description('Where purged orders are archived (gzip\'d JSON lines per day; docs/operations.md "Retention").')
+param archiveContainerName string = 'order-archive'
+@description('Days after its last write an archive blob moves to the cool tier, then to the archive tier.')
+param archiveCoolAfterDays int = 30
+param archiveArchiveAfterDays int = 180
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: name
@@ -37,10 +42,49 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
         publicAccess: 'None'
       }
     }
+
+    // The retention purge writes each purged order here before deleting it.
+    resource archiveContainer 'containers' = {
+      name: archiveContainerName
+      properties: {
+        publicAccess: 'None'
+      }
+    }
+  }
+
+  // Archive blobs are written once, in the days after their orders expire, then only read on an
+  // operator's request: cool, then the archive tier (a read then needs a rehydration first).
+  resource lifecycle 'managementPolicies' = {
+    name: 'default'
+    properties: {
+      policy: {
+        rules: [
+          {
+            name: 'order-archive-tiering'
+            enabled: true
+            type: 'Lifecycle'
+            definition: {
+              filters: {
+                blobTypes: ['blockBlob']
+                prefixMatch: ['${archiveContainerName}/orders/']
+              }
+              actions: {
+                baseBlob: {
+                  tierToCool: { daysAfterModificationGreaterThan: archiveCoolAfterDays }
+                  tierToArchive: { daysAfterModificationGreaterThan: archiveArchiveAfterDays }
+                }
+              }
+            }
+          }
+        ]
+      }
+    }
+    dependsOn: [blobServices::archiveContainer]
   }
 }
 
 output name string = storage.name
+output archiveContainerName string = storage::blobServices::archiveContainer.name
 output blobServiceUri string = storage.properties.primaryEndpoints.blob
 output queueServiceUri string = storage.properties.primaryEndpoints.queue
 output tableServiceUri string = storage.properties.primaryEndpoints.table

@@ -5,6 +5,7 @@ import type { QueueBacklog } from '../messaging/backlog.js';
 import type { IntakeGauge } from '../messaging/intakeGauge.js';
 import type { DeadLetterQueues } from '../messaging/deadLetters.js';
 import type { OrderStore } from '../stateStore/index.js';
+import type { OrderRetention } from '../retention/retentionAccounts.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
 export interface Dependencies {
@@ -30,4 +31,6 @@ export interface Dependencies {
   deadLetters?: DeadLetterQueues;
   /** OPERATOR_BULK_RATE_PER_SECOND; absent means its default (20). */
   operatorBulkRatePerSecond?: number;
+  /** Retention: the Supervisor's purge slices, legal holds, purged orders' tombstones and archive. */
+  retention?: OrderRetention;
 }

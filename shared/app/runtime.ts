@@ -17,6 +17,7 @@ import { queues } from '../messaging/entities.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
+import { RetentionAccounts } from '../retention/retentionAccounts.js';
 
 /**
  * The composition root: one set of clients per process, built on first use from the validated
@@ -57,13 +58,20 @@ export function dependencies(): Promise<Dependencies> {
 
 async function create(s: Settings): Promise<Dependencies> {
   const bus = ServiceBusMessageBus.fromConnection(s.serviceBus);
+  const store = await openOrderStore(s, {
+    // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
+    indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
+    indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),
+    stateIndexPartitions: s.orderIndexPartitions,
+  });
   return {
-    store: await openOrderStore(s, {
-      // An unlimited functionTimeout (dedicated plans) still gets a finite grace: a day.
-      indexGraceSeconds: Math.min(s.functionTimeoutSeconds ?? 600, 86_400),
-      indexRecheckSeconds: Math.min(s.stepTimeoutSeconds, s.claimTimeoutSeconds),
-      stateIndexPartitions: s.orderIndexPartitions,
-    }),
+    store,
+    retention: await RetentionAccounts.open(
+      store,
+      s.stateStoreAccounts,
+      s.retention,
+      s.retention.archiveConnection,
+    ),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
     door: {

@@ -12,6 +12,7 @@ import {
 } from './connectionStrings.js';
 import { defaultIndexPartitions, maxIndexPartitions } from '../stateStore/indexLayout.js';
 import { accountKey, parseStateStoreAccounts } from './stateStoreAccounts.js';
+import { retentionSettings, type RetentionSettings } from './retentionSettings.js';
 
 /**
  * App settings, read and validated once at start-up. A missing or malformed setting fails
@@ -48,6 +49,11 @@ export const settingNames = {
   admissionBacklogLimitSeconds: 'ADMISSION_BACKLOG_LIMIT_SECONDS',
   operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
   orderIndexPartitions: 'ORDER_INDEX_PARTITIONS',
+  orderRetentionDays: 'ORDER_RETENTION_DAYS',
+  idempotencyRetentionDays: 'IDEMPOTENCY_RETENTION_DAYS',
+  orderPurgeRatePerSecond: 'ORDER_PURGE_RATE_PER_SECOND',
+  orderArchive: 'ORDER_ARCHIVE',
+  orderArchiveBlobUri: 'OrderArchiveConnection__blobServiceUri',
 } as const;
 
 export type ServiceBusConnection =
@@ -86,6 +92,8 @@ export interface Settings {
   operatorBulkRatePerSecond: number;
   /** Partitions per process state of the operator's state index (docs/state-store.md). */
   orderIndexPartitions: number;
+  /** Retention, archive and purge (docs/operations.md "Retention"; retentionSettings.ts). */
+  retention: RetentionSettings;
 }
 
 export class SettingsError extends Error {
@@ -341,6 +349,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
       1,
       maxIndexPartitions,
     ),
+    retention: retentionSettings(env, stateStore(env), { integer, oneOf, read }),
   };
   loaded.admissionBacklogLimitSeconds = integer(
     env,

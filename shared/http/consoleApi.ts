@@ -6,6 +6,7 @@ import { isOrderId } from '../domain/orderId.js';
 import { orderView } from '../orders/orderView.js';
 import { requireOperator } from './operatorAuth.js';
 import { problem, problemTypes } from './problem.js';
+import { purgedOrderView } from './retentionApi.js';
 
 /**
  * The operator's console: one HTML page and its two built assets, served by the function app
@@ -130,8 +131,12 @@ export async function consoleOrder(
     );
   }
   const loaded = await deps.store.load(orderId);
-  if (!loaded)
+  if (!loaded) {
+    // A purged order answers from its archive (shared/http/retentionApi.ts).
+    const archived = await purgedOrderView(deps, request, orderId);
+    if (archived) return archived;
     return problem(404, problemTypes.notFound, 'Order not found', `No order ${orderId} is recorded.`);
+  }
   return {
     status: 200,
     headers: { 'Cache-Control': 'no-store' },

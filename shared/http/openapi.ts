@@ -30,6 +30,7 @@ import {
   orderChangesSchema,
   orderCountsSchema,
 } from '../orders/operatorViews.js';
+import { archivedOrderViewSchema, holdViewSchema, retentionReadoutSchema } from '../orders/retentionViews.js';
 import { consoleAssets } from './consoleApi.js';
 import {
   approvalBodySchema,
@@ -93,6 +94,9 @@ const responseSchemas = {
   BulkResult: bulkResultSchema,
   OrderAccepted: orderAcceptedSchema,
   OrderView: orderViewSchema,
+  ArchivedOrderView: archivedOrderViewSchema,
+  HoldView: holdViewSchema,
+  RetentionReadout: retentionReadoutSchema,
   StepView: stepViewSchema,
   OrderListPage: orderListPageSchema,
   OrderSummary: orderSummarySchema,
@@ -249,6 +253,9 @@ function operations(): Record<string, Record<string, OperationObject>> {
             'Malformed JSON, invalid fields (listed in `errors` as JSON Pointers), an invalid Idempotency-Key or an invalid X-Client-Id.',
           ),
           '409': problem('The Idempotency-Key was already used with a different body.'),
+          '410': problem(
+            "The Idempotency-Key's order finished and was purged under the retention policy (problem type `order-purged`, `archive` names its archive blob). Nothing new was recorded; use a new key for a new order.",
+          ),
           '413': problem(
             `The body is over ${maxBodyBytes} bytes. (Over the host's own limit, 1 MiB by default, the host answers 413 itself with an empty body.)`,
           ),
@@ -292,10 +299,18 @@ function operations(): Record<string, Record<string, OperationObject>> {
           "A client reads the orders of its own caller scope (the X-Client-Id it submitted with, or its signed-in principal behind App Service Authentication); another caller's order answers 404 like an unknown id. A signed-in operator reads every order.",
         parameters: [param('OrderId'), param('ClientId')],
         responses: {
-          '200': json('OrderView', "The order's recorded process state, step by step.", [
-            'Cache-Control',
-            'ETag',
-          ]),
+          '200': {
+            description:
+              "The order's recorded process state, step by step; for an operator, a purged order's archive document, marked `archived`.",
+            headers: Object.fromEntries(
+              ['Cache-Control', 'ETag'].map((h) => [h, { $ref: `#/components/headers/${h}` }]),
+            ),
+            content: {
+              'application/json': {
+                schema: { oneOf: [componentRef('OrderView'), componentRef('ArchivedOrderView')] },
+              },
+            },
+          },
           '400': problem('The order id is not a lower-case UUID, or the X-Client-Id is invalid.'),
           '404': problem("No order with this id is recorded for this caller (unknown, or another caller's)."),
           ...clientResponses,
@@ -434,6 +449,55 @@ function operations(): Record<string, Record<string, OperationObject>> {
         },
       },
     },
+    '/orders/{orderId}/hold': {
+      post: {
+        operationId: 'holdOrder',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Place a legal hold on an order',
+        description:
+          'Retention skips the order (it is neither archived nor purged) until the hold is released. Recorded in its history with who placed it.',
+        parameters: [param('OrderId'), param('HoldReason')],
+        responses: {
+          '200': json('HoldView', 'The order is held.', ['Cache-Control']),
+          '400': badOrderId,
+          '404': notFound,
+          '409': problem('The order is already held.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/orders/{orderId}/release': {
+      post: {
+        operationId: 'releaseOrder',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: "Release an order's legal hold",
+        description: 'The order is subject to retention again. Recorded in its history with who released it.',
+        parameters: [param('OrderId')],
+        responses: {
+          '200': json('HoldView', 'The order is no longer held.', ['Cache-Control']),
+          '400': badOrderId,
+          '404': notFound,
+          '409': problem('The order is not held.'),
+          ...operatorResponses,
+        },
+      },
+    },
+    '/orders/retention': {
+      get: {
+        operationId: 'getRetention',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: 'Retention at a glance',
+        description:
+          'The oldest retained terminal order, how many are past ORDER_RETENTION_DAYS and wait for the purge (counted up to 10,000), the last purge slice, and the held orders (up to 100). A few range reads of the state index, whatever the history.',
+        responses: {
+          '200': json('RetentionReadout', 'The readout.', ['Cache-Control']),
+          ...operatorResponses,
+        },
+      },
+    },
     '/orders/counts': {
       get: {
         operationId: 'getOrderCounts',
@@ -558,7 +622,16 @@ function operations(): Record<string, Record<string, OperationObject>> {
           "What `GET /orders/{orderId}` shows the order's client, for an operator (who holds no function key): the order page of the console reads it.",
         parameters: [param('OrderId')],
         responses: {
-          '200': json('OrderView', "The order's recorded process state, step by step.", ['Cache-Control']),
+          '200': {
+            description:
+              "The order's recorded process state, step by step; a purged order's archive document, marked `archived`.",
+            headers: { 'Cache-Control': { $ref: '#/components/headers/Cache-Control' } },
+            content: {
+              'application/json': {
+                schema: { oneOf: [componentRef('OrderView'), componentRef('ArchivedOrderView')] },
+              },
+            },
+          },
           '400': badOrderId,
           '404': notFound,
           ...operatorResponses,
@@ -769,6 +842,13 @@ function parameters(): JsonSchema {
       in: 'query',
       required: false,
       description: 'Recorded with the cancellation (the first 200 characters).',
+      schema: inline(z.string()),
+    },
+    HoldReason: {
+      name: 'reason',
+      in: 'query',
+      required: false,
+      description: 'Why the order is held (the first 500 characters), kept with the hold.',
       schema: inline(z.string()),
     },
   };

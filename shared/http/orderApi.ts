@@ -26,6 +26,7 @@ import { OrderAlreadyExists, type IndexFilter, type StoredOrder } from '../state
 import { readJsonBody } from './jsonBody.js';
 import { requireOperator, type Operator } from './operatorAuth.js';
 import { problem, problemTypes, validationProblem } from './problem.js';
+import { purgedOrderView, purgedSubmission } from './retentionApi.js';
 
 /**
  * The HTTP side: submission, status, and the operator's list / resubmit / cancel. Handlers take
@@ -166,6 +167,8 @@ export async function submitOrder(
     });
   } catch (e) {
     if (!(e instanceof OrderAlreadyExists)) throw e;
+    const gone = await purgedSubmission(deps, orderId);
+    if (gone) return gone;
     return replayedSubmission(deps, request, order, log);
   }
   recordSubmitted();
@@ -249,6 +252,10 @@ export async function getOrder(
   const caller = callerScope((name) => request.headers.get(name));
   if (!caller.ok) return problem(400, problemTypes.validation, 'Invalid X-Client-Id', caller.detail);
   const loaded = await deps.store.load(orderId);
+  if (!loaded) {
+    const archived = await purgedOrderView(deps, request, orderId);
+    if (archived) return archived;
+  }
   // Another caller's order answers exactly as an unknown one: ids derived from (caller, key) can be
   // computed, so a different answer would confirm that the order exists.
   if (!loaded || !mayRead(request, caller.scope, loaded.order)) return notFound(orderId);

@@ -30,6 +30,7 @@ export const problemTypes = {
   forbidden: 'forbidden',
   busy: 'busy',
   overloaded: 'overloaded',
+  purged: 'order-purged',
   internal: 'internal-error',
 } as const;
 

@@ -19,6 +19,8 @@ import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import type { ReconcileCursor } from '../stateStore/inFlightIndex.js';
 import { inFlightSummary, sweepEveryAccount } from '../stateStore/accounts.js';
+import type { PurgeReport } from '../retention/purge.js';
+import { retentionSlice } from '../retention/supervisorHook.js';
 import { logger, type Logger } from '../observability/logger.js';
 import { recordDeadLetters, recordInFlight } from '../observability/orderMetrics.js';
 import { activeTelemetry } from '../observability/telemetry.js';
@@ -62,6 +64,8 @@ export interface SweepReport {
   unlisted?: number;
   /** The repair pass this run started, if it started one. */
   repairStarted?: RepairPass;
+  /** The retention purge slice this run ran, if one was due (shared/retention/). */
+  purge?: PurgeReport;
 }
 
 /** One run's share of a reconcile pass: pages of state rows or index entries, and wall time. */
@@ -244,6 +248,8 @@ export interface SupervisorOptions {
   reconcilePageSize?: number;
   /** Reconcile pages per run (default 5, and at most 5 s). */
   reconcilePagesPerRun?: number;
+  /** Seconds between runs, which sizes a purge slice at the purge rate (default 30). */
+  runIntervalSeconds?: number;
 }
 
 export async function runSupervisor(
@@ -353,6 +359,8 @@ export async function runSupervisor(
     // The next run resumes from the last saved cursor.
     log.error('index reconcile failed', { error: (e as Error).message });
   }
+  const purge = await retentionSlice(deps, log, options.runIntervalSeconds);
+  if (purge) report.purge = purge;
   if (report.candidates > 0 || report.failed > 0) log.info('sweep done', { ...report });
   annotate({ outcome: `retried ${report.retried}, gave up ${report.gaveUp}, postponed ${report.postponed}` });
   await recordGauges(deps, log);

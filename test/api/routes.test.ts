@@ -7,6 +7,9 @@ import { orderBody, waitFor } from '../app/helpers.js';
 import { OpenApiValidator } from './openApiValidator.js';
 import { ServiceBusClient } from '@azure/service-bus';
 import { queues } from '../../shared/messaging/entities.js';
+import { defaultRetention } from '../../shared/domain/retention.js';
+import { Retention } from '../../shared/retention/retention.js';
+import { StateStore } from '../../shared/stateStore/index.js';
 
 /**
  * Every route over real HTTP (local host + Azurite + Service Bus emulator), every answer checked
@@ -132,8 +135,8 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.deepEqual(documentedOps, registered.sort());
     assert.equal(
       documentedOps.filter((k) => k.endsWith(' operator')).length,
-      15,
-      "list, counts, changes, history, resubmit, cancel, retry, approval, bulk, the four dead-letter routes, the console and the console's order are the operator operations",
+      18,
+      "list, counts, changes, history, resubmit, cancel, retry, approval, bulk, hold, release, retention, the four dead-letter routes, the console and the console's order are the operator operations",
     );
   });
 
@@ -542,6 +545,56 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal((await approval(randomUUID(), decision)).status, 404);
     assert.equal((await approval(big, decision)).status, 202);
     assert.equal((await approval(big, decision)).status, 409);
+  });
+
+  it('retention: hold and release (200, 409, 404, 400), the readout, and a purged order: 410 to its resubmission, its archive to an operator', async () => {
+    const key = randomUUID();
+    const placed = await call('POST', '/orders', { json: orderBody(), headers: { 'idempotency-key': key } });
+    const id = placed.body.orderId as string;
+    // Held by the first round, released by the second.
+    for (const action of ['hold', 'release'] as const) {
+      const first = await operator(
+        'POST',
+        `/orders/${id}/${action}${action === 'hold' ? '?reason=audit' : ''}`,
+      );
+      assert.equal(first.status, 200, first.raw);
+      assert.equal(first.body.held, action === 'hold');
+      assert.equal((await operator('POST', `/orders/${id}/${action}`)).status, 409);
+      assert.equal((await operator('POST', `/orders/${randomUUID()}/${action}`)).status, 404);
+      assert.equal((await operator('POST', `/orders/NOT-AN-ID/${action}`)).status, 400);
+      assert.equal((await call('POST', `/orders/${id}/${action}`, { as: 'nobody' })).status, 401);
+      assert.equal((await call('POST', `/orders/${id}/${action}`)).status, 403);
+    }
+    const history = await operator('GET', `/orders/${id}/history`);
+    const events = (history.body.entries as Array<{ event: string }>).map((e) => e.event);
+    assert.ok(events.includes('LegalHoldPlaced') && events.includes('LegalHoldReleased'), events.join());
+    const readout = await operator('GET', '/orders/retention');
+    assert.equal(readout.status, 200);
+    assert.equal(readout.body.orderRetentionDays, 90);
+    assert.equal((await call('GET', '/orders/retention', { as: 'nobody' })).status, 401);
+    assert.equal((await call('GET', '/orders/retention')).status, 403);
+
+    await waitFor('the order to be Processed', async () => {
+      const got = await call('GET', `/orders/${id}`);
+      return got.body.processState === 'Processed' && got;
+    });
+    // The purge as the Supervisor would run it 100 days later, on the stack's own tables and container.
+    const connection = {
+      kind: 'connectionString' as const,
+      connectionString: stack.azurite.connectionString,
+    };
+    const store = await StateStore.open(connection);
+    const retention = await Retention.open(store, connection, { ...defaultRetention }, connection);
+    assert.equal((await retention.purgeNow(new Date(Date.now() + 100 * 86_400_000), 500)).purged >= 1, true);
+
+    const again = await call('POST', '/orders', { json: orderBody(), headers: { 'idempotency-key': key } });
+    assert.equal(again.status, 410);
+    assert.match(String(again.body.archive), /^order-archive\/orders\//);
+    const archived = await operator('GET', `/console/orders/${id}`);
+    assert.equal(archived.status, 200);
+    assert.equal(archived.body.archived, true);
+    assert.equal((archived.body.state as { processState: string }).processState, 'Processed');
+    assert.equal((await call('GET', `/orders/${id}`)).status, 404, 'a client does not read the archive');
   });
 
   it('every documented status was answered at least once (but 500 and 503)', () => {

@@ -104,6 +104,7 @@ const app = appMessaging(appSources, entityConstants);
  */
 const builtInRoleIds: Record<string, string> = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b', // Storage Blob Data Owner
+  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe', // Storage Blob Data Contributor
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88', // Storage Queue Data Contributor
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3', // Storage Table Data Contributor
   storageTableDataReader: '76199698-9eea-4c19-bc75-cec21354c6b6', // Storage Table Data Reader
