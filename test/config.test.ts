@@ -265,6 +265,24 @@ test('retention: the archive follows the state store account; without a blob ser
     }).retention.archiveConnection,
     { kind: 'identity', blobServiceUri: 'http://127.0.0.1:10000/devstoreaccount1' },
   );
+  // An account key with only a table endpoint spelled out (Azurite with tables only): the blob
+  // endpoint cannot be derived, so start-up names the setting instead of the blob SDK failing later.
+  const tablesOnly = {
+    ...base,
+    StateStoreConnection:
+      'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;',
+  };
+  assert.throws(
+    () => loadSettings(tablesOnly),
+    (e: unknown) => e instanceof SettingsError && e.setting === 'OrderArchiveConnection__blobServiceUri',
+  );
+  assert.equal(
+    loadSettings({
+      ...tablesOnly,
+      StateStoreConnection: `${tablesOnly.StateStoreConnection}BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;`,
+    }).retention.archive,
+    true,
+  );
   assert.throws(
     () => loadSettings({ ...custom, OrderArchiveConnection__blobServiceUri: 'not a url' }),
     (e: unknown) => e instanceof SettingsError && e.setting === 'OrderArchiveConnection__blobServiceUri',

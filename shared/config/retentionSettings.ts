@@ -37,8 +37,14 @@ function archiveConnection(env: Env, store: StateStoreConnection, r: Readers): A
     const parts = connectionStringParts(store.connectionString);
     if (typeof parts === 'string') return undefined;
     const dev = /^true$/i.test(parts.get('usedevelopmentstorage') ?? '');
+    // An account key derives the blob endpoint only when no service endpoint is spelled out
+    // (then the SDK builds it from the account name and EndpointSuffix).
+    const explicitEndpoints = ['tableendpoint', 'queueendpoint', 'fileendpoint'].some((k) => parts.get(k));
     const keyed =
-      parts.get('accountname') && parts.get('accountkey') && parts.get('defaultendpointsprotocol');
+      parts.get('accountname') &&
+      parts.get('accountkey') &&
+      parts.get('defaultendpointsprotocol') &&
+      !explicitEndpoints;
     if (dev || parts.get('blobendpoint') || keyed) {
       return { kind: 'connectionString', connectionString: store.connectionString };
     }

@@ -1,6 +1,6 @@
 import type { RefusalDeclaration } from './refusals.js';
 import { defineWorkflow } from './workflow.js';
-import { workflowVersions } from './workflowVersions.js';
+import { startingOn, workflowVersions } from './workflowVersions.js';
 
 /**
  * The answers the demo services give for a business "no" (see refusals.ts): 422 for a refusal
@@ -85,9 +85,11 @@ export const orderWorkflowV2 = defineWorkflow({
 
 /**
  * The versions this app holds. A changed process is added as `version: 2` next to version 1, and
- * version 1 is removed once no order on it is in flight (docs/architecture.md).
+ * version 1 is removed once no order on it is in flight (docs/architecture.md). New orders start
+ * on version 1 until NEW_ORDER_WORKFLOW_VERSION switches version 2 on (its callback step needs
+ * CALLBACK_SIGNING_KEYS); every held version finishes its own orders either way.
  */
-export const orderWorkflowVersions = workflowVersions(orderWorkflow, orderWorkflowV2);
+export const orderWorkflowVersions = startingOn(workflowVersions(orderWorkflow, orderWorkflowV2), 1);
 
 export type OrderStep = (typeof orderWorkflow.steps)[number];
 /** The Agents of the order workflow, by name (`inventory`, ...). */
