@@ -14,6 +14,8 @@ const base = {
   ServiceBusConnection:
     'Endpoint=sb://localhost;SharedAccessKeyName=k;SharedAccessKey=v;UseDevelopmentEmulator=true;',
   StateStoreConnection: local,
+  // Tables-only connection strings: no blob service to archive to (test/config.test.ts covers that).
+  ORDER_ARCHIVE: 'off',
   ...Object.fromEntries(
     orderWorkflow.steps.map((s, i) => [
       `${s.agent.toUpperCase().replace(/-/g, '_')}_SERVICE_URL`,
