@@ -36,8 +36,9 @@ test('findOnPath finds an executable and ignores a non-executable file', () => {
 });
 
 const services = {
+  // What Azurite with blob, queue and table hands out (startFunc starts all three).
   storageConnectionString:
-    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;',
+    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;',
   serviceBusConnectionString:
     'Endpoint=sb://127.0.0.1;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;',
   remote: Object.fromEntries(
