@@ -58,12 +58,14 @@ export async function startBenchStack(
   const tableProxy = await startTableProxy({ throttle: limits.tableThrottle });
   const amqpProxy = await startAmqpProxy();
   // Fixed ports so the proxies know their upstreams before the host starts connecting.
-  const [tablePort, busPort] = [await freePort(), await freePort()];
+  const [tablePort, busPort, blobPort] = [await freePort(), await freePort(), await freePort()];
   tableProxy.setUpstream(`http://127.0.0.1:${tablePort}`);
   amqpProxy.setUpstream(busPort);
-  // Azurite is path-style: the proxy tells the accounts apart by the first path segment.
+  // Azurite is path-style: the proxy tells the accounts apart by the first path segment. The blob
+  // endpoint (the retention's order archive, not counted) goes to Azurite directly.
   const counted = (account: string) =>
     `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${devAccountKey};` +
+    `BlobEndpoint=http://127.0.0.1:${blobPort}/${account};` +
     `TableEndpoint=http://127.0.0.1:${tableProxy.port}/${account};`;
   const accounts = limits.storageAccounts ?? 1;
   const countedAccounts = [devAccountName, ...localOrderAccounts(accounts)].map(counted);
@@ -74,7 +76,7 @@ export async function startBenchStack(
     ports: {
       http: 0,
       serviceBus: busPort,
-      blob: 0,
+      blob: blobPort,
       queue: 0,
       table: tablePort,
       inventory: 0,
