@@ -336,6 +336,8 @@ async function simulate(
       store,
       submitted,
       attempted: new Set(submitted.keys()),
+      // Nothing is seeded here: every stored order came through the API (checkInvariants reads it).
+      seeded: new Set<string>(),
       serviceBus: bench.stack.serviceBus,
       ledgers: () => ({
         inventory: bench.stack.remote.inventory.ledger(),
