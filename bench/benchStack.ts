@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { ServiceBusClient, type ServiceBusReceiver } from '@azure/service-bus';
-import { startStack, type Stack } from '../local/stack.js';
+import { localOrderAccounts, startStack, type Stack } from '../local/stack.js';
+import { devAccountKey, devAccountName } from '../local/azurite.js';
 import { connectionStringFor } from '../emulators/servicebus/index.js';
 import { startAmqpProxy, type AmqpProxy } from './amqpProxy.js';
 import { startTableProxy, type TableProxy } from './tableProxy.js';
@@ -24,6 +25,8 @@ export interface BenchStack {
   amqpProxy: AmqpProxy;
   /** Connection strings that go through the proxies (what the app uses). */
   countedTables: string;
+  /** Every account's table connection string through the table proxy, countedTables first. */
+  countedAccounts: string[];
   countedServiceBus: string;
   /** Table and Service Bus counters as one flat map (see counters()). */
   counters(): Counts;
@@ -43,6 +46,8 @@ async function freePort(): Promise<number> {
 export interface BenchLimits {
   tableThrottle?: TableThrottle;
   serviceBusCredits?: NamespaceCredits;
+  /** Storage accounts orders are spread over (StateStoreAccounts), all through the table proxy. */
+  storageAccounts?: number;
 }
 
 export async function startBenchStack(
@@ -53,27 +58,38 @@ export async function startBenchStack(
   const tableProxy = await startTableProxy({ throttle: limits.tableThrottle });
   const amqpProxy = await startAmqpProxy();
   // Fixed ports so the proxies know their upstreams before the host starts connecting.
-  const [tablePort, busPort] = [await freePort(), await freePort()];
+  const [tablePort, busPort, blobPort] = [await freePort(), await freePort(), await freePort()];
   tableProxy.setUpstream(`http://127.0.0.1:${tablePort}`);
   amqpProxy.setUpstream(busPort);
-  const countedTables =
-    `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;` +
-    `AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;` +
-    `TableEndpoint=http://127.0.0.1:${tableProxy.port}/devstoreaccount1;`;
+  // Azurite is path-style: the proxy tells the accounts apart by the first path segment. The blob
+  // endpoint (the retention's order archive, not counted) goes to Azurite directly.
+  const counted = (account: string) =>
+    `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${devAccountKey};` +
+    `BlobEndpoint=http://127.0.0.1:${blobPort}/${account};` +
+    `TableEndpoint=http://127.0.0.1:${tableProxy.port}/${account};`;
+  const accounts = limits.storageAccounts ?? 1;
+  const countedAccounts = [devAccountName, ...localOrderAccounts(accounts)].map(counted);
+  const countedTables = countedAccounts[0];
   const countedServiceBus = connectionStringFor('127.0.0.1', amqpProxy.port);
   const recent: string[] = [];
   const stack = await startStack({
     ports: {
       http: 0,
       serviceBus: busPort,
-      blob: 0,
+      blob: blobPort,
       queue: 0,
       table: tablePort,
       inventory: 0,
       payment: 0,
       shipping: 0,
     },
-    settings: { ...settings, StateStoreConnection: countedTables, ServiceBusConnection: countedServiceBus },
+    settings: {
+      ...settings,
+      StateStoreConnection: countedTables,
+      ServiceBusConnection: countedServiceBus,
+      ...(accounts > 1 ? { StateStoreAccounts: countedAccounts.join(',') } : {}),
+    },
+    storageAccounts: accounts,
     serviceBusRefuseSend: limits.serviceBusCredits?.refuseSend,
     log: (line) => {
       recent.push(line);
@@ -113,6 +129,7 @@ export async function startBenchStack(
     tableProxy,
     amqpProxy,
     countedTables,
+    countedAccounts,
     countedServiceBus,
     counters,
     status,

@@ -3,8 +3,10 @@ import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../emulators/servicebus/config.js';
 import { spawnLocalHost, type SpawnedLocalHost } from '../local/host/index.js';
-import { StateStore } from '../shared/stateStore/index.js';
+import { StateStoreAccounts } from '../shared/stateStore/accounts.js';
 import { defaultIndexPartitions } from '../shared/stateStore/indexLayout.js';
+import { devAccountName } from '../local/azurite.js';
+import { localOrderAccounts } from '../local/stack.js';
 import type { OrderState, ProcessState } from '../shared/domain/index.js';
 import {
   chaosSettings,
@@ -40,7 +42,8 @@ import { TableThrottle } from './tableThrottle.js';
  * end in Error or have a duplicate effect.
  *
  * The per-order loads come from the capacity bench (bench/results/capacity.json, or --from FILE).
- * Flags: --quick (shorter windows), --only name[,name], --clients N.
+ * Flags: --quick (shorter windows), --only name[,name], --clients N, --k-standard K (runs (a)),
+ * --k-tables K (the partition runs of (b)), --k-accounts K (the account runs of (b)).
  */
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -64,10 +67,12 @@ export interface SimRun {
   name: string;
   /** Which check of issue 23 item 3 the run belongs to. */
   part: 'machine' | 'a' | 'b';
+  /** What a (b) run raises: the index partitions per state or the storage accounts. */
+  varies?: 'partitions' | 'accounts';
   hosts: number;
   /** ORDER_INDEX_PARTITIONS. */
   partitions: number;
-  /** Storage accounts: 1 until orders can be spread over several (hook: --accounts once they can). */
+  /** Storage accounts orders are spread over (StateStoreAccounts), each throttled on its own. */
   accounts: number;
   /** Limits divided by k; Infinity enforces nothing. */
   k: number;
@@ -76,11 +81,10 @@ export interface SimRun {
 
 const kStandard = Number(flag('k-standard') ?? 14);
 const kTables = Number(flag('k-tables') ?? 100);
+// High enough that the account (16 requests per order) binds before any partition does at the
+// default 32 index partitions per state: 20,000/k/16.2 = 2.47 orders/s per account at k = 500.
+const kAccounts = Number(flag('k-accounts') ?? 500);
 const accounts = Number(flag('accounts') ?? 1);
-if (accounts !== 1)
-  // The hook for item 2's second bullet: once orders spread over accounts, each account needs
-  // its own throttled proxy and the host a list of table endpoints; until then only 1 is real.
-  throw new Error('--accounts: the app keeps every order in one storage account on this branch');
 const runs: SimRun[] = [
   {
     name: 'machine',
@@ -103,10 +107,21 @@ const runs: SimRun[] = [
   ...[1, 2].map((partitions): SimRun => ({
     name: `partitions-${partitions}`,
     part: 'b',
+    varies: 'partitions',
     hosts: 2,
     partitions,
     accounts,
     k: kTables,
+    serviceBusCredits: false,
+  })),
+  ...[1, 2].map((n): SimRun => ({
+    name: `accounts-${n}`,
+    part: 'b',
+    varies: 'accounts',
+    hosts: 2,
+    partitions: defaultIndexPartitions,
+    accounts: n,
+    k: kAccounts,
     serviceBusCredits: false,
   })),
 ];
@@ -125,7 +140,12 @@ interface RunResult {
   p50: number;
   p95: number;
   refusedPosts: number;
+  clients: number;
   tableRefusals: { partition: number; account: number };
+  /** Refusals per account and the busiest refused partitions (`{account}/{table}/{partition}`). */
+  refusedBy: { account: Record<string, number>; partition: Record<string, number> };
+  /** Table requests per second each account served in the window (the proxy's count). */
+  accountRequestsPerSecond: Record<string, number>;
   serviceBusRefusals: number;
   /** Orders the clients saw end in the store without their terminal status event. */
   missingEvents: number;
@@ -174,6 +194,29 @@ function busiest(
   return best;
 }
 
+/** Requests per second each account served in a counter window. */
+function perAccount(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  seconds: number,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) {
+    const m = /^table\.account\.([^.]*)\.transactions$/.exec(k);
+    if (m) out[m[1]] = (v - (before[k] ?? 0)) / seconds;
+  }
+  return out;
+}
+
+/** The `n` keys refused most, with their counts. */
+function top(counts: Record<string, number>, n: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(counts)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n),
+  );
+}
+
 async function simulate(
   run: SimRun,
   load: OrderLoad,
@@ -215,7 +258,7 @@ async function simulate(
   const bench: BenchStack = await startBenchStack(
     { ...settings, ORDER_INDEX_PARTITIONS: String(run.partitions) },
     undefined,
-    { tableThrottle, serviceBusCredits: credits },
+    { tableThrottle, serviceBusCredits: credits, storageAccounts: run.accounts },
   );
   const extra: SpawnedLocalHost[] = [];
   try {
@@ -225,10 +268,15 @@ async function simulate(
     const submitted = new Map<string, Submitted>();
     const done: Array<{ at: number; latency: number }> = [];
     // The clients' own view of the store (not throttled): the fallback when no status event comes.
-    const store = await StateStore.open({
-      kind: 'connectionString',
-      connectionString: bench.stack.azurite.connectionString,
-    });
+    const store = await StateStoreAccounts.open(
+      [devAccountName, ...localOrderAccounts(run.accounts)].map((a) => ({
+        kind: 'connectionString' as const,
+        connectionString:
+          a === devAccountName
+            ? bench.stack.azurite.connectionString
+            : bench.stack.azurite.tableConnectionString(a),
+      })),
+    );
     let missingEvents = 0;
     /** Terminal per the status feed, or per the state row when the feed stays silent (counted). */
     const terminal = async (orderId: string, until: number): Promise<number | undefined> => {
@@ -288,6 +336,8 @@ async function simulate(
       store,
       submitted,
       attempted: new Set(submitted.keys()),
+      // Nothing is seeded here: every stored order came through the API (checkInvariants reads it).
+      seeded: new Set<string>(),
       serviceBus: bench.stack.serviceBus,
       ledgers: () => ({
         inventory: bench.stack.remote.inventory.ledger(),
@@ -302,7 +352,12 @@ async function simulate(
       if (seen[seen.length - 1] !== s.processState) seen.push(s.processState);
       observed.set(s.orderId, seen);
     });
-    const [stored, queues] = await Promise.all([listAllOrderIds(ctx), readQueues(ctx)]);
+    // Every account's Orders table (listAllOrderIds reads one store's).
+    const [storedPerAccount, queues] = await Promise.all([
+      Promise.all(store.stores.map((s) => listAllOrderIds({ ...ctx, store: s } as unknown as ChaosContext))),
+      readQueues(ctx),
+    ]);
+    const stored = new Set(storedPerAccount.flatMap((ids) => [...ids]));
     const check = checkInvariants({
       ctx,
       finals,
@@ -325,7 +380,15 @@ async function simulate(
       p50: latencies.length ? percentile(latencies, 50) : 0,
       p95: latencies.length ? percentile(latencies, 95) : 0,
       refusedPosts,
+      clients,
       tableRefusals: tableThrottle ? { ...tableThrottle.refused } : { partition: 0, account: 0 },
+      refusedBy: tableThrottle
+        ? {
+            account: { ...tableThrottle.refusedBy.account },
+            partition: top(tableThrottle.refusedBy.partition, 6),
+          }
+        : { account: {}, partition: {} },
+      accountRequestsPerSecond: perAccount(before, after, windowSeconds),
       serviceBusRefusals: credits?.refused ?? 0,
       missingEvents,
       busiestPartition: busiest(before, after, windowSeconds),
@@ -362,7 +425,7 @@ async function main(): Promise<void> {
   const results: RunResult[] = [];
   for (const run of runs.filter((r) => !only || only.includes(r.name))) {
     log(
-      `\n-- ${run.name}: ${run.hosts} host(s), P=${run.partitions}, k=${run.k}, SB credits ${run.serviceBusCredits ? 'enforced' : 'not enforced'}`,
+      `\n-- ${run.name}: ${run.hosts} host(s), P=${run.partitions}, accounts ${run.accounts}, k=${run.k}, SB credits ${run.serviceBusCredits ? 'enforced' : 'not enforced'}`,
     );
     const r = await simulate(run, load, limits);
     results.push(r);
@@ -374,6 +437,10 @@ async function main(): Promise<void> {
         `status events missing ${r.missingEvents}; orders ${r.invariants.orders} ${JSON.stringify(r.invariants.byState)} lost ${r.invariants.lost} ` +
         `duplicates ${r.invariants.duplicateEffects} violations ${r.invariants.violations.length}`,
     );
+    log(
+      `   table requests/s per account ${JSON.stringify(r.accountRequestsPerSecond, (_, v: unknown) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v))}; ` +
+        `refused per account ${JSON.stringify(r.refusedBy.account)}; most refused partitions ${JSON.stringify(r.refusedBy.partition)}`,
+    );
     for (const v of r.invariants.violations.slice(0, 5)) log(`   ! ${v}`);
   }
   log('\n== Model against measurement (limits / k, enforced at the servers) ==');
@@ -383,7 +450,9 @@ async function main(): Promise<void> {
         'run',
         'hosts',
         'P',
+        'A',
         'k',
+        'clients',
         'binding (model)',
         'model orders/s',
         'measured',
@@ -400,7 +469,9 @@ async function main(): Promise<void> {
           r.run.name,
           String(r.run.hosts),
           String(r.run.partitions),
+          String(r.run.accounts),
           Number.isFinite(r.run.k) ? String(r.run.k) : '-',
+          String(r.clients),
           r.bindingResource,
           fmt(r.predicted, 2),
           r.measured.toFixed(2),
@@ -414,11 +485,13 @@ async function main(): Promise<void> {
       }),
     ),
   );
-  const b = results.filter((r) => r.run.part === 'b' && r.predicted !== null);
-  if (b.length >= 2) {
+  for (const varies of ['partitions', 'accounts'] as const) {
+    const b = results.filter((r) => r.run.varies === varies && r.predicted !== null);
+    if (b.length < 2) continue;
     const [lo, hi] = [b[0], b[b.length - 1]];
+    const n = (r: RunResult) => (varies === 'partitions' ? r.run.partitions : r.run.accounts);
     log(
-      `  (b) P ${lo.run.partitions} -> ${hi.run.partitions}: model x${((hi.predicted as number) / (lo.predicted as number)).toFixed(2)}, measured x${(hi.measured / lo.measured).toFixed(2)}`,
+      `  (b) ${varies === 'partitions' ? 'P' : 'accounts'} ${n(lo)} -> ${n(hi)}: model x${((hi.predicted as number) / (lo.predicted as number)).toFixed(2)}, measured x${(hi.measured / lo.measured).toFixed(2)}`,
     );
   }
   const violations = results.reduce((s, r) => s + r.invariants.violations.length, 0);

@@ -30,6 +30,14 @@ export function classifyTableRequest(method: string, url: string): ClassifiedReq
   return { kind: 'write', table };
 }
 
+/**
+ * The storage account a request is for: Azurite (and the local stack) is path-style, so it is the
+ * first path segment (`/devstoreaccount1/Orders(...)`, `/orders2/$batch`). Pure; unit-tested.
+ */
+export function accountInPath(url: string): string {
+  return decodeURIComponent(url.split('?')[0]).split('/').filter(Boolean)[0] ?? '';
+}
+
 /** Sub-requests of an entity-group transaction body (multipart/mixed). */
 export function batchOperationCount(body: string): number {
   return (body.match(/^(POST|PUT|PATCH|MERGE|DELETE|GET) https?:\/\//gm) ?? []).length;
@@ -200,12 +208,14 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
       const body = await readAll(req);
       await upstreamSet;
       const { kind, table } = classifyTableRequest(req.method ?? 'GET', req.url ?? '/');
+      const account = accountInPath(req.url ?? '/');
       const charge = throttle
         ? partitionCharge(req.method ?? 'GET', req.url ?? '/', kind, table, body)
         : undefined;
-      const refusal = throttle && kind !== 'admin' ? throttle.admit(charge) : undefined;
+      const refusal = throttle && kind !== 'admin' ? throttle.admit(charge, account) : undefined;
       if (refusal) {
         bump(counts, `throttled.${refusal.scope}`);
+        bump(counts, `account.${account}.throttled`);
         bump(counts, `status.${refusal.status}`);
         const answer = tableErrorResponse(refusal);
         res.writeHead(answer.status, answer.headers);
@@ -214,6 +224,7 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
       }
       if (kind !== 'admin') {
         bump(counts, 'transactions');
+        bump(counts, `account.${account}.transactions`);
         bump(counts, kind);
         if (table) bump(counts, `${table}.${kind}`);
         if (kind === 'batch') bump(counts, 'batchOperations', batchOperationCount(body.toString('latin1')));
@@ -256,7 +267,7 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
                 }
               }
               bump(counts, 'entitiesRead', n);
-              if (kind === 'query') throttle?.paidRead(charge, n);
+              if (kind === 'query') throttle?.paidRead(charge, n, account);
               if (table) bump(counts, `${table}.entitiesRead`, n);
               if (read) bump(counts, `partition.${read.table}|${read.partitionKey}.read`, n);
               countPartitionRead(counts, req.url ?? '/', kind, table, payload);

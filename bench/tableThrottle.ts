@@ -22,7 +22,7 @@ export interface TableLimits {
 
 export interface Refusal {
   scope: 'partition' | 'account';
-  /** `{table}/{partition}` or 'account'. */
+  /** `{account}/{table}/{partition}` or the account's name. */
   key: string;
   status: 500 | 503;
   code: 'ServerBusy' | 'OperationTimedOut';
@@ -56,11 +56,21 @@ export function partitionCharge(
   return partition === undefined ? undefined : { key: `${table}/${partition}`, entities: 1 };
 }
 
+/**
+ * Both limits are per storage account: each account has its own requests per second, and a
+ * partition is `{table}/{partition}` within one account (the same index partition in two accounts
+ * is two partitions), as in Azure.
+ */
 export class TableThrottle {
   private readonly partitions: RateLimiter;
   private readonly account: RateLimiter;
   private partitionRefusals = 0;
   readonly refused = { partition: 0, account: 0 };
+  /** Refusals per account name and per `{account}/{table}/{partition}`: where the limits bound. */
+  readonly refusedBy: { account: Record<string, number>; partition: Record<string, number> } = {
+    account: {},
+    partition: {},
+  };
 
   constructor(
     readonly limits: TableLimits,
@@ -70,46 +80,49 @@ export class TableThrottle {
     this.account = new RateLimiter(limits.accountRequestsPerSecond, now);
   }
 
-  /** Admits a request (paying its costs) or says how the service refuses it. */
-  admit(charge: PartitionCharge | undefined): Refusal | undefined {
-    if (!this.account.open('account')) {
+  /** Admits a request to `account` (paying its costs) or says how the service refuses it. */
+  admit(charge: PartitionCharge | undefined, account = 'account'): Refusal | undefined {
+    const partition = charge && `${account}/${charge.key}`;
+    if (!this.account.open(account)) {
       this.refused.account += 1;
+      this.refusedBy.account[account] = (this.refusedBy.account[account] ?? 0) + 1;
       return {
         scope: 'account',
-        key: 'account',
+        key: account,
         status: 503,
         code: 'ServerBusy',
         message: 'Operations per second is over the account limit.',
       };
     }
-    if (charge && !this.partitions.open(charge.key)) {
+    if (partition && !this.partitions.open(partition)) {
       this.refused.partition += 1;
+      this.refusedBy.partition[partition] = (this.refusedBy.partition[partition] ?? 0) + 1;
       // One in four as the service's timeout answer: a client must treat both alike.
       const timedOut = ++this.partitionRefusals % 4 === 0;
       return timedOut
         ? {
             scope: 'partition',
-            key: charge.key,
+            key: partition,
             status: 500,
             code: 'OperationTimedOut',
             message: 'Operation could not be completed within the specified time.',
           }
         : {
             scope: 'partition',
-            key: charge.key,
+            key: partition,
             status: 503,
             code: 'ServerBusy',
             message: 'The server is busy.',
           };
     }
-    this.account.tryTake('account', 1);
-    if (charge) this.partitions.tryTake(charge.key, charge.entities);
+    this.account.tryTake(account, 1);
+    if (charge && partition) this.partitions.tryTake(partition, charge.entities);
     return undefined;
   }
 
   /** Entities a query returned beyond the one its request paid for. */
-  paidRead(charge: PartitionCharge | undefined, returned: number): void {
-    if (charge && returned > 1) this.partitions.debit(charge.key, returned - 1);
+  paidRead(charge: PartitionCharge | undefined, returned: number, account = 'account'): void {
+    if (charge && returned > 1) this.partitions.debit(`${account}/${charge.key}`, returned - 1);
   }
 }
 

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  accountInPath,
   batchOperationCount,
   batchTarget,
   classifyTableRequest,
@@ -40,6 +41,16 @@ test('table requests are classified as Azure bills them', () => {
     table: 'InFlight',
   });
   assert.deepEqual(classifyTableRequest('POST', `${base}/Orders`), { kind: 'write', table: 'Orders' });
+});
+
+test('the account of a path-style request is its first path segment', () => {
+  assert.equal(
+    accountInPath("/devstoreaccount1/Orders(PartitionKey='a',RowKey='state')"),
+    'devstoreaccount1',
+  );
+  assert.equal(accountInPath('/orders2/$batch'), 'orders2');
+  assert.equal(accountInPath("/orders3/OrderIndex()?$filter=PartitionKey%20eq%20'x/y'"), 'orders3');
+  assert.equal(accountInPath('/'), '');
 });
 
 test('batchOperationCount counts the sub-requests of a changeset', () => {
