@@ -1,5 +1,5 @@
-import { metrics, type Counter, type Gauge, type MeterProvider } from '@opentelemetry/api';
-import { meterName } from './metricNames.js';
+import type { Counter, Gauge } from '@opentelemetry/api';
+import { lazyInstruments } from './instruments.js';
 import type { GateSnapshot } from '../agents/callBudget.js';
 
 /**
@@ -16,32 +16,23 @@ interface Instruments {
   oldestWaitingAge: Gauge;
 }
 
-let made: { provider: MeterProvider; instruments: Instruments } | undefined;
-
-function instruments(): Instruments {
-  const provider = metrics.getMeterProvider();
-  if (made?.provider === provider) return made.instruments;
-  const meter = provider.getMeter(meterName);
-  const instruments: Instruments = {
-    waits: meter.createCounter('remote.call_waits', {
-      description: 'Requests sent back to their queue to wait for a call slot',
-    }),
-    pauses: meter.createCounter('remote.call_pauses', {
-      description: "Pauses of a service's calls on its 429/503 with Retry-After",
-    }),
-    rate: meter.createGauge('remote.call_rate', { description: 'Calls/s this instance may start' }),
-    concurrency: meter.createGauge('remote.call_concurrency', {
-      description: 'Calls this instance may have in flight',
-    }),
-    waiting: meter.createGauge('remote.calls_waiting', { description: 'Requests waiting for a call slot' }),
-    oldestWaitingAge: meter.createGauge('remote.oldest_waiting_age', {
-      description: 'How long the oldest request waiting for a call slot has waited',
-      unit: 's',
-    }),
-  };
-  made = { provider, instruments };
-  return instruments;
-}
+const instruments = lazyInstruments((meter): Instruments => ({
+  waits: meter.createCounter('remote.call_waits', {
+    description: 'Requests sent back to their queue to wait for a call slot',
+  }),
+  pauses: meter.createCounter('remote.call_pauses', {
+    description: "Pauses of a service's calls on its 429/503 with Retry-After",
+  }),
+  rate: meter.createGauge('remote.call_rate', { description: 'Calls/s this instance may start' }),
+  concurrency: meter.createGauge('remote.call_concurrency', {
+    description: 'Calls this instance may have in flight',
+  }),
+  waiting: meter.createGauge('remote.calls_waiting', { description: 'Requests waiting for a call slot' }),
+  oldestWaitingAge: meter.createGauge('remote.oldest_waiting_age', {
+    description: 'How long the oldest request waiting for a call slot has waited',
+    unit: 's',
+  }),
+}));
 
 export function recordCallWait(service: string, reason: string): void {
   instruments().waits.add(1, { service, reason });

@@ -1,4 +1,5 @@
-import { metrics, type Counter, type Gauge, type Histogram, type MeterProvider } from '@opentelemetry/api';
+import type { Counter, Gauge, Histogram } from '@opentelemetry/api';
+import { lazyInstruments } from './instruments.js';
 import {
   isTerminal,
   outstandingStep,
@@ -12,7 +13,7 @@ import {
  * meter `order-processing`. Instruments are made on first use from the global meter provider, so
  * with telemetry off they are the API's no-ops.
  */
-export const meterName = 'order-processing';
+export { meterName } from './metricNames.js';
 
 interface Instruments {
   submitted: Counter;
@@ -28,42 +29,33 @@ interface Instruments {
   deadLetters: Gauge;
 }
 
-let made: { provider: MeterProvider; instruments: Instruments } | undefined;
-
-function instruments(): Instruments {
-  const provider = metrics.getMeterProvider();
-  if (made?.provider === provider) return made.instruments;
-  const meter = provider.getMeter(meterName);
-  const instruments: Instruments = {
-    submitted: meter.createCounter('orders.submitted', { description: 'Orders accepted (new, not replays)' }),
-    terminal: meter.createCounter('orders.terminal', { description: 'Orders that reached a terminal state' }),
-    stepDuration: meter.createHistogram('step.duration', {
-      description: "An Agent's remote call for one step, all its HTTP attempts",
-      unit: 'ms',
-    }),
-    stepAttempts: meter.createCounter('step.attempts', { description: 'Step requests dispatched to Agents' }),
-    stepTimeouts: meter.createCounter('step.timeouts', { description: 'Steps whose complete-by passed' }),
-    givenUp: meter.createCounter('orders.given_up', {
-      description: 'Orders the Supervisor stopped retrying',
-    }),
-    compensations: meter.createCounter('orders.compensations', {
-      description: 'Orders that started compensating',
-    }),
-    remoteFailures: meter.createCounter('remote.failures', {
-      description: 'Remote calls that failed: business refusals vs operational failures',
-    }),
-    inFlight: meter.createGauge('orders.in_flight', {
-      description: 'Orders not yet terminal (Supervisor sweep)',
-    }),
-    oldestInFlightAge: meter.createGauge('orders.oldest_in_flight_age', {
-      description: 'Age of the oldest order not yet terminal (Supervisor sweep)',
-      unit: 's',
-    }),
-    deadLetters: meter.createGauge('deadletters', { description: 'Messages in a dead-letter queue' }),
-  };
-  made = { provider, instruments };
-  return instruments;
-}
+const instruments = lazyInstruments((meter): Instruments => ({
+  submitted: meter.createCounter('orders.submitted', { description: 'Orders accepted (new, not replays)' }),
+  terminal: meter.createCounter('orders.terminal', { description: 'Orders that reached a terminal state' }),
+  stepDuration: meter.createHistogram('step.duration', {
+    description: "An Agent's remote call for one step, all its HTTP attempts",
+    unit: 'ms',
+  }),
+  stepAttempts: meter.createCounter('step.attempts', { description: 'Step requests dispatched to Agents' }),
+  stepTimeouts: meter.createCounter('step.timeouts', { description: 'Steps whose complete-by passed' }),
+  givenUp: meter.createCounter('orders.given_up', {
+    description: 'Orders the Supervisor stopped retrying',
+  }),
+  compensations: meter.createCounter('orders.compensations', {
+    description: 'Orders that started compensating',
+  }),
+  remoteFailures: meter.createCounter('remote.failures', {
+    description: 'Remote calls that failed: business refusals vs operational failures',
+  }),
+  inFlight: meter.createGauge('orders.in_flight', {
+    description: 'Orders not yet terminal (Supervisor sweep)',
+  }),
+  oldestInFlightAge: meter.createGauge('orders.oldest_in_flight_age', {
+    description: 'Age of the oldest order not yet terminal (Supervisor sweep)',
+    unit: 's',
+  }),
+  deadLetters: meter.createGauge('deadletters', { description: 'Messages in a dead-letter queue' }),
+}));
 
 export function recordSubmitted(): void {
   instruments().submitted.add(1);

@@ -1,6 +1,6 @@
-import { metrics, type Counter, type MeterProvider, type UpDownCounter } from '@opentelemetry/api';
+import type { Counter, UpDownCounter } from '@opentelemetry/api';
 import { waitingStep, type OrderState } from '../domain/index.js';
-import { meterName } from './orderMetrics.js';
+import { lazyInstruments } from './instruments.js';
 
 /**
  * Metrics of waiting steps (issue 25): steps waiting and approvals pending (up-down counters moved
@@ -14,29 +14,20 @@ interface Instruments {
   refused: Counter;
 }
 
-let made: { provider: MeterProvider; instruments: Instruments } | undefined;
-
-function instruments(): Instruments {
-  const provider = metrics.getMeterProvider();
-  if (made?.provider === provider) return made.instruments;
-  const meter = provider.getMeter(meterName);
-  const instruments: Instruments = {
-    waiting: meter.createUpDownCounter('steps.waiting', {
-      description: 'Steps waiting for a callback or an operator (nothing held)',
-    }),
-    approvalsPending: meter.createUpDownCounter('approvals.pending', {
-      description: 'Approval steps waiting for an operator',
-    }),
-    callbacks: meter.createCounter('callbacks.received', {
-      description: 'Callbacks with a valid token, by verdict (applied, duplicate, moved-on)',
-    }),
-    refused: meter.createCounter('callbacks.refused', {
-      description: 'Callbacks refused, by reason (forged, expired, malformed, bad-body, too-large)',
-    }),
-  };
-  made = { provider, instruments };
-  return instruments;
-}
+const instruments = lazyInstruments((meter): Instruments => ({
+  waiting: meter.createUpDownCounter('steps.waiting', {
+    description: 'Steps waiting for a callback or an operator (nothing held)',
+  }),
+  approvalsPending: meter.createUpDownCounter('approvals.pending', {
+    description: 'Approval steps waiting for an operator',
+  }),
+  callbacks: meter.createCounter('callbacks.received', {
+    description: 'Callbacks with a valid token, by verdict (applied, duplicate, moved-on)',
+  }),
+  refused: meter.createCounter('callbacks.refused', {
+    description: 'Callbacks refused, by reason (forged, expired, malformed, bad-body, too-large)',
+  }),
+}));
 
 /** One applied transition: whether it began or ended a wait. */
 export function recordWaiting(before: OrderState | null, after: OrderState): void {
