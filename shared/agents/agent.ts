@@ -11,6 +11,7 @@ import {
 import {
   agentRequestSchema,
   parseMessage,
+  replyTo,
   type AgentReplyMessage,
   type AgentRequestMessage,
 } from '../messaging/contracts.js';
@@ -213,13 +214,7 @@ async function reportNotStarted(deps: AgentDependencies, request: AgentRequestMe
     request.run,
   );
   const reply: AgentReplyMessage = {
-    type: 'agent-reply',
-    orderId: request.orderId,
-    run: request.run,
-    step: request.step,
-    kind: request.kind,
-    attempt: request.attempt,
-    outcome: 'not-started',
+    ...replyTo(request, 'not-started'),
     error: { message: `the request waited in the Agent's queue past its complete-by ${request.completeBy}` },
   };
   await deps.bus.send(queues.scheduler, [
@@ -262,13 +257,7 @@ async function passOn(
       error: verdict.detail,
     });
     const stalled: AgentReplyMessage = {
-      type: 'agent-reply',
-      orderId: request.orderId,
-      run: request.run,
-      step: request.step,
-      kind: request.kind,
-      attempt: request.attempt,
-      outcome: 'stalled',
+      ...replyTo(request, 'stalled'),
       error: {
         message: verdict.detail.slice(0, 2000),
         ...(verdict.status !== undefined ? { status: verdict.status } : {}),
@@ -286,15 +275,7 @@ async function passOn(
     return;
   }
 
-  const reply: AgentReplyMessage = {
-    type: 'agent-reply',
-    orderId: request.orderId,
-    run: request.run,
-    step: request.step,
-    kind: request.kind,
-    attempt: request.attempt,
-    outcome: result.outcome === 'succeeded' ? 'succeeded' : 'failed',
-  };
+  const reply = replyTo(request, result.outcome === 'succeeded' ? 'succeeded' : 'failed');
   if (result.outcome === 'succeeded' && request.callbackUntil && request.kind === 'do') {
     // The work is started, not done: the outcome comes by callback (any 2xx: a service that
     // finished already answers again by callback, under the same idempotency key).

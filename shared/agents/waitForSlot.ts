@@ -1,5 +1,5 @@
 import { dispatchMessageId, requestTimeToLiveMs, type Clock } from '../domain/index.js';
-import type { AgentReplyMessage, AgentRequestMessage } from '../messaging/contracts.js';
+import { replyTo, type AgentReplyMessage, type AgentRequestMessage } from '../messaging/contracts.js';
 import type { MessageBus } from '../messaging/bus.js';
 import { queues } from '../messaging/entities.js';
 
@@ -39,13 +39,7 @@ export async function sendBackToWait(
   const extended = completeBy.getTime() > old.getTime();
   if (extended) {
     const reply: AgentReplyMessage = {
-      type: 'agent-reply',
-      orderId: request.orderId,
-      run: request.run,
-      step: request.step,
-      kind: request.kind,
-      attempt: request.attempt,
-      outcome: 'waiting',
+      ...replyTo(request, 'waiting'),
       completeBy: completeBy.toISOString(),
     };
     // Before the request goes back: the Supervisor must not time the step out while it waits.

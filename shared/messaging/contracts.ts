@@ -114,6 +114,15 @@ export type ProcessOrderMessage = z.infer<typeof processOrderSchema>;
 export type AgentReplyMessage = z.infer<typeof agentReplySchema>;
 export type SchedulerMessage = z.infer<typeof schedulerMessageSchema>;
 export type AgentRequestMessage = z.infer<typeof agentRequestSchema>;
+
+/** The Agent's reply to a request: the request's order, run, step, kind and attempt, with an outcome. */
+export function replyTo(
+  request: AgentRequestMessage,
+  outcome: AgentReplyMessage['outcome'],
+): AgentReplyMessage {
+  const { orderId, run, step, kind, attempt } = request;
+  return { type: 'agent-reply', orderId, run, step, kind, attempt, outcome };
+}
 export type OrderStatusEvent = z.infer<typeof orderStatusEventSchema>;
 export type OperatorAlert = z.infer<typeof operatorAlertSchema>;
 
