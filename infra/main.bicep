@@ -108,12 +108,14 @@ var inFlightAgeBoundSeconds = (int(stepTimeoutSeconds) + int(claimTimeoutSeconds
 // themselves are created from that file, never from this list.
 var appEntities = {
   receivesFromQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping']
-  sendsToQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts']
+  // poison: a poison message's copy, dead-lettered there at once (shared/messaging/quarantine.ts).
+  sendsToQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts', 'poison']
   sendsToTopics: ['order-status']
   operatorAlertsQueue: 'operator-alerts'
   // The operator's dead-letter routes peek, receive and complete the dead letters of every queue
   // and order-status subscription (Data Receiver; a redrive's copy goes to a send target above).
-  readsDeadLettersOfQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts']
+  // The role on poison also lets the quarantine receive its own copy to dead-letter it.
+  readsDeadLettersOfQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts', 'poison']
   readsDeadLettersOfSubscriptions: ['order-status/all']
 }
 

@@ -75,7 +75,7 @@ export async function handleAgentRequest(
 ): Promise<void> {
   const baseLog = logger(context, { agent: queueName });
   const parsed = parseMessage(agentRequestSchema, body);
-  if (!parsed.ok) return rejectPoison(deps.bus, queueName, context, parsed, deps.clock.now(), baseLog);
+  if (!parsed.ok) return rejectPoison(deps.bus, queueName, context, parsed, body, deps.clock.now(), baseLog);
   const request = parsed.value;
   const fields = {
     orderId: request.orderId,

@@ -40,6 +40,23 @@ export function redriveTarget(source: DeadLetterSource): string {
 }
 
 /**
+ * Where one dead letter's copy goes. A quarantined poison message goes back to the queue it
+ * arrived on (its `origin`), which must be one of the app's queues other than the quarantine
+ * itself; null when it names none (nothing is sent). Any other source: `redriveTarget`.
+ */
+export function redriveTargetOf(
+  source: DeadLetterSource,
+  quarantineQueue: string,
+  origin: unknown,
+  appQueues: readonly string[],
+): string | null {
+  if (source.kind !== 'queue' || source.queue !== quarantineQueue) return redriveTarget(source);
+  return typeof origin === 'string' && origin !== quarantineQueue && appQueues.includes(origin)
+    ? origin
+    : null;
+}
+
+/**
  * The copy's message id: new (the original id may still sit in the duplicate-detection window and
  * would be dropped), and the same for every redrive of the same dead letter, so a copy re-sent
  * after a crash between "send" and "complete", or by a second operator, is absorbed by duplicate

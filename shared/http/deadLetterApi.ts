@@ -16,6 +16,7 @@ import { orderRowKey } from '../stateStore/rows.js';
 import { historyEntryToRow } from '../stateStore/historyRows.js';
 import { ordersTableOf } from '../stateStore/accounts.js';
 import { activeTraceId } from '../observability/tracing.js';
+import { poisonProperties } from '../messaging/quarantine.js';
 import type { Operator } from './operatorAuth.js';
 import { requireOperator } from './operatorAuth.js';
 import { readJsonBody } from './jsonBody.js';
@@ -67,6 +68,10 @@ export const deadLetterMessageSchema = z.strictObject({
   enqueuedAt: z.iso.datetime().nullable(),
   orderId: z.string().nullable().meta({ description: 'The order the message names, if any.' }),
   subject: z.string().nullable(),
+  origin: z.string().nullable().meta({
+    description:
+      'For a poison message quarantined on its first delivery (entity `poison`): the queue it arrived on, where a redrive sends it back.',
+  }),
   body: z.string().meta({ description: 'The body as text (JSON as JSON), cut at 4,000 characters.' }),
   bodyTruncated: z.boolean(),
 });
@@ -139,6 +144,10 @@ function messageView(m: DeadLetter) {
     enqueuedAt: m.enqueuedTimeUtc ? m.enqueuedTimeUtc.toISOString() : null,
     orderId: orderNamedBy(m.correlationId, m.body),
     subject: m.subject ?? null,
+    origin:
+      typeof m.applicationProperties?.[poisonProperties.entity] === 'string'
+        ? m.applicationProperties[poisonProperties.entity]
+        : null,
     body: body.text,
     bodyTruncated: body.truncated,
   };

@@ -8,6 +8,7 @@ import {
 import { DefaultAzureCredential } from '@azure/identity';
 import type { ServiceBusConnection } from '../config/settings.js';
 import { messageTraceProperties } from '../observability/tracing.js';
+import { quarantine, quarantineCopy, type PoisonOrigin } from './quarantine.js';
 
 /** One message to send: the body is JSON; the id is deterministic so duplicates are absorbed. */
 export interface OutgoingMessage {
@@ -31,6 +32,8 @@ export interface BusCounters {
 /** The narrow port the Scheduler, Agents and Supervisor use to talk through Service Bus. */
 export interface MessageBus {
   send(entity: string, messages: OutgoingMessage[]): Promise<void>;
+  /** Dead-letters a poison message on its first delivery (quarantine.ts); absent: the broker does, later. */
+  quarantine?(origin: PoisonOrigin, body: unknown, reason: string): Promise<void>;
   readonly counters: BusCounters;
   close(): Promise<void>;
 }
@@ -100,6 +103,10 @@ export class ServiceBusMessageBus implements MessageBus {
     await this.sender(entity).sendMessages(messages.map(toServiceBusMessage));
     this.counters.sends += 1;
     this.counters.messages += messages.length;
+  }
+
+  quarantine(origin: PoisonOrigin, body: unknown, reason: string): Promise<void> {
+    return quarantine(this.client, quarantineCopy(origin, body, reason));
   }
 
   async close(): Promise<void> {

@@ -3,15 +3,17 @@ import type {
   ServiceBusMessage,
   ServiceBusReceivedMessage,
   ServiceBusReceiver,
+  ServiceBusSender,
 } from '@azure/service-bus';
 import Long from 'long';
 import {
   deadLetterSources,
   redriveMessageId,
-  redriveTarget,
+  redriveTargetOf,
   type DeadLetterSource,
 } from '../domain/deadLetters.js';
 import { orderStatusSubscriptions, queues, topics } from './entities.js';
+import { poisonProperties } from './quarantine.js';
 
 /**
  * The dead-letter queues of every queue and of the order-status topic's subscriptions, read and
@@ -62,8 +64,22 @@ const maxHeld = 500;
 /** How long one receive waits for the broker when the queue may be empty. */
 const receiveWaitMs = 1_000;
 
-/** Dead-letter bookkeeping the broker adds; a redriven copy starts without it. */
-const deadLetterProperties = ['DeadLetterReason', 'DeadLetterErrorDescription'];
+/** Dead-letter (and quarantine) bookkeeping; a redriven copy starts without it. */
+const deadLetterProperties: readonly string[] = [
+  'DeadLetterReason',
+  'DeadLetterErrorDescription',
+  ...Object.values(poisonProperties),
+];
+
+/** Where a dead letter's redriven copy goes; null: nowhere (a quarantined copy naming no queue). */
+export function redriveTargetFor(source: DeadLetterSource, m: DeadLetter): string | null {
+  return redriveTargetOf(
+    source,
+    queues.poison,
+    m.applicationProperties?.[poisonProperties.entity],
+    Object.values(queues),
+  );
+}
 
 export const sequenceText = (m: { sequenceNumber?: Long | number }): string =>
   m.sequenceNumber === undefined ? '' : Long.fromValue(m.sequenceNumber).toString();
@@ -151,16 +167,26 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
   }
 
   redrive(source: DeadLetterSource, sequenceNumbers: readonly string[]) {
-    const sender = this.client.createSender(redriveTarget(source));
+    // One sender per target: a quarantined poison message goes back to the queue it came from.
+    const senders = new Map<string, ServiceBusSender>();
     return this.take(
       source,
       sequenceNumbers,
       async (m) => {
+        const target = redriveTargetFor(source, m);
+        if (target === null)
+          return {
+            skip: `Dead letter ${sequenceText(m)} of ${source.name} names no queue of this app to go back to.`,
+          };
+        let sender = senders.get(target);
+        if (!sender) senders.set(target, (sender = this.client.createSender(target)));
         const copy = redriveCopy(source, m);
         await sender.sendMessages(copy);
         return String(copy.messageId);
       },
-      () => sender.close(),
+      async () => {
+        await Promise.allSettled([...senders.values()].map((s) => s.close()));
+      },
     );
   }
 
@@ -180,7 +206,7 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
   private async take(
     source: DeadLetterSource,
     sequenceNumbers: readonly string[],
-    act: (m: DeadLetter) => Promise<string | undefined>,
+    act: (m: DeadLetter) => Promise<string | undefined | { skip: string }>,
     cleanup: () => Promise<void> = async () => undefined,
   ): Promise<Map<string, TakeOutcome>> {
     const results = new Map<string, TakeOutcome>();
@@ -209,7 +235,13 @@ export class ServiceBusDeadLetters implements DeadLetterQueues {
           wanted.delete(seq);
           let newMessageId: string | undefined;
           try {
-            newMessageId = await act(m);
+            const acted = await act(m);
+            if (typeof acted === 'object') {
+              held.push(m); // nothing to do with it: it stays a dead letter
+              results.set(seq, { status: 'not-found', detail: acted.skip });
+              continue;
+            }
+            newMessageId = acted;
           } catch (e) {
             held.push(m); // not sent: it stays a dead letter
             throw e;

@@ -30,6 +30,11 @@ export const queues = {
   ...agentQueues,
   /** Alerts for a human operator (orders that ended in Error). */
   operatorAlerts: 'operator-alerts',
+  /**
+   * Poison messages, quarantined on their first delivery and dead-lettered here at once with the
+   * reason (shared/messaging/quarantine.ts). Nothing consumes it; operators read its dead letters.
+   */
+  poison: 'poison',
 } as const;
 
 export const topics = {

@@ -34,7 +34,7 @@ export async function handleSchedulerMessage(
   const baseLog = logger(context, { actor: 'scheduler' });
   const parsed = parseMessage(schedulerMessageSchema, body);
   if (!parsed.ok) {
-    return rejectPoison(deps.bus, queues.scheduler, context, parsed, deps.clock.now(), baseLog);
+    return rejectPoison(deps.bus, queues.scheduler, context, parsed, body, deps.clock.now(), baseLog);
   }
   const message = parsed.value;
   annotate({ orderId: message.orderId, ...(message.type === 'agent-reply' ? replyFields(message) : {}) });

@@ -372,7 +372,7 @@ describe('the API answers as its OpenAPI document says', () => {
     );
   });
 
-  it('dead letters: a poison message the host dead-letters is listed, redriven (and dead-lettered again), discarded; 400, 413, 415', async () => {
+  it('dead letters: a poison message the host quarantines is listed, redriven to its queue (and quarantined again), discarded; 400, 413, 415', async () => {
     const orderId = randomUUID();
     const messageId = `poison-${orderId}`;
     const client = new ServiceBusClient(stack.serviceBus.connectionString);
@@ -387,31 +387,42 @@ describe('the API answers as its OpenAPI document says', () => {
     } finally {
       await client.close();
     }
-    type Listed = { sequenceNumber: string; messageId: string; reason: string; orderId: string };
+    type Listed = {
+      sequenceNumber: string;
+      messageId: string;
+      reason: string;
+      orderId: string;
+      origin: string | null;
+    };
+    // Quarantined on its first delivery: the poison queue's dead letters, named by where it came from.
     const deadLetterWithId = (id: string) =>
-      waitFor(`${id} in the scheduler's dead-letter queue`, async () => {
-        const res = await operator('GET', `/deadletters/messages?entity=${queues.scheduler}&top=100`);
+      waitFor(`${id} quarantined in poison's dead-letter queue`, async () => {
+        const res = await operator('GET', `/deadletters/messages?entity=${queues.poison}&top=100`);
         assert.equal(res.status, 200);
-        return (res.body.messages as Listed[]).find((m) => m.messageId === id);
+        return (res.body.messages as Listed[]).find(
+          (m) => m.messageId === `poison:${queues.scheduler}:${id}`,
+        );
       });
     const first = await deadLetterWithId(messageId);
-    assert.equal(first.reason, 'MaxDeliveryCountExceeded');
+    assert.equal(first.reason, 'PoisonMessage');
     assert.equal(first.orderId, orderId);
+    assert.equal(first.origin, queues.scheduler);
     const counts = await operator('GET', '/deadletters');
     assert.equal(counts.status, 200);
 
     const redrive = await call('POST', '/deadletters/redrive', {
       as: 'operator',
-      json: { entity: queues.scheduler, sequenceNumbers: [first.sequenceNumber] },
+      json: { entity: queues.poison, sequenceNumbers: [first.sequenceNumber] },
     });
     assert.equal(redrive.status, 200);
     const [result] = redrive.body.results as Array<{ status: string; newMessageId: string }>;
     assert.equal(result!.status, 'redriven');
-    // The host takes the copy, fails it as it failed the original, and the broker dead-letters it.
+    // The copy goes back to the scheduler queue; the host fails it as it failed the original and
+    // quarantines it again, under the copy's id.
     const again = await deadLetterWithId(result!.newMessageId);
     const discard = await call('POST', '/deadletters/discard', {
       as: 'operator',
-      json: { entity: queues.scheduler, sequenceNumbers: [again.sequenceNumber, first.sequenceNumber] },
+      json: { entity: queues.poison, sequenceNumbers: [again.sequenceNumber, first.sequenceNumber] },
     });
     assert.deepEqual(
       (discard.body.results as Array<{ status: string }>).map((r) => r.status),

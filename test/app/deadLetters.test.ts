@@ -33,6 +33,7 @@ import {
   type Infra,
   type TestDeps,
 } from './direct.js';
+import { peekAll } from './helpers.js';
 
 type DeadLetterView = z.infer<typeof deadLetterMessageSchema>;
 
@@ -242,9 +243,32 @@ describe('dead letters: list, redrive, discard', () => {
     await drain.close();
   });
 
-  it("a poison message the Scheduler dead-letters is discarded, and the discard is in the order's history", async () => {
-    const deps = await withDeadLetters();
-    const orderId = await submitted(deps);
+  /** Plays the host for one delivery: the handler runs, and the message is completed if it returns. */
+  async function deliverOnce(
+    queue: string,
+    messageId: string,
+    handle: (m: ServiceBusReceivedMessage) => Promise<void>,
+  ) {
+    const receiver = infra.client.createReceiver(queue);
+    try {
+      for (;;) {
+        const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+        assert.ok(m, `the message ${messageId} arrived`);
+        if (m.messageId !== messageId) {
+          await receiver.abandonMessage(m);
+          continue;
+        }
+        await handle(m);
+        await receiver.completeMessage(m);
+        return;
+      }
+    } finally {
+      await receiver.close();
+    }
+  }
+
+  /** A poison reply naming the order, delivered once to the real Scheduler handler (quarantined). */
+  async function quarantinedPoison(deps: TestDeps, orderId: string): Promise<DeadLetterView> {
     const messageId = `poison-${orderId}`;
     const sender = infra.client.createSender(queues.scheduler);
     await sender.sendMessages({
@@ -253,25 +277,86 @@ describe('dead letters: list, redrive, discard', () => {
       body: { type: 'agent-reply', orderId, step: 'NOT A STEP' },
     });
     await sender.close();
-    await failUntilDeadLettered(queues.scheduler, messageId, (m) =>
+    await deliverOnce(queues.scheduler, messageId, (m) =>
       handleSchedulerMessage(deps, m.body, context('scheduler', undefined, messageId)),
     );
-    const listed = (await deadLettersOf(deps, queues.scheduler)).find((m) => m.messageId === messageId);
-    assert.ok(listed);
+    const listed = (await deadLettersOf(deps, queues.poison)).find(
+      (m) => m.messageId === `poison:${queues.scheduler}:${messageId}`,
+    );
+    assert.ok(listed, 'quarantined in poison on its first delivery');
+    assert.equal(listed.reason, 'PoisonMessage');
+    assert.equal(listed.origin, queues.scheduler);
+    assert.equal(listed.orderId, orderId);
+    assert.equal(
+      (await deadLettersOf(deps, queues.scheduler)).filter((m) => m.messageId === messageId).length,
+      0,
+      "never in the scheduler's own dead-letter queue",
+    );
+    return listed;
+  }
+
+  it("a poison message the Scheduler quarantines is discarded, and the discard is in the order's history", async () => {
+    const deps = await withDeadLetters();
+    const orderId = await submitted(deps);
+    const listed = await quarantinedPoison(deps, orderId);
     const discarded = await call(discardDeadLetters, deps, 'POST', '/deadletters/discard', {
-      json: { entity: queues.scheduler, sequenceNumbers: [listed.sequenceNumber] },
+      json: { entity: queues.poison, sequenceNumbers: [listed.sequenceNumber] },
     });
     assert.deepEqual(discarded.body.results, [
       { sequenceNumber: listed.sequenceNumber, status: 'discarded', orderId },
     ]);
     assert.equal(
-      (await deadLettersOf(deps, queues.scheduler)).filter((m) => m.messageId === messageId).length,
+      (await deadLettersOf(deps, queues.poison)).filter((m) => m.messageId === listed.messageId).length,
       0,
     );
     assert.equal((await held(infra, queues.scheduler, orderId)).length, 0, 'nothing was sent');
     const entry = (await historyOf(deps, orderId)).find((h) => h.event === 'DeadLetterDiscarded');
     assert.equal(entry?.outcome, 'discarded');
     assert.equal(entry?.by, operatorName);
+  });
+
+  it('a quarantined poison message is redriven to the queue it came from, without the quarantine marks', async () => {
+    const deps = await withDeadLetters();
+    const orderId = await submitted(deps);
+    const listed = await quarantinedPoison(deps, orderId);
+    const redriven = await call(redriveDeadLetters, deps, 'POST', '/deadletters/redrive', {
+      json: { entity: queues.poison, sequenceNumbers: [listed.sequenceNumber] },
+    });
+    assert.equal((redriven.body.results as Array<{ status: string }>)[0]?.status, 'redriven');
+    const copy = (await peekAll(infra.client, queues.scheduler)).find(
+      (m) => m.applicationProperties?.redrivenMessageId === listed.messageId,
+    );
+    assert.ok(copy, 'the copy went back to the scheduler queue');
+    assert.equal(copy.applicationProperties?.redrivenFrom, queues.poison);
+    assert.equal(copy.applicationProperties?.poisonEntity, undefined);
+    assert.equal(copy.applicationProperties?.poisonReason, undefined);
+    assert.deepEqual(
+      (await peekAll(infra.client, queues.poison)).filter((m) => String(m.messageId).includes(orderId)),
+      [],
+      'nothing sent to poison itself',
+    );
+  });
+
+  it('a dead letter in poison that names no queue of the app is not redriven anywhere', async () => {
+    const deps = await withDeadLetters();
+    const orderId = await submitted(deps);
+    await deadLetter(queues.poison, {
+      messageId: `stray-${orderId}`,
+      correlationId: orderId,
+      body: { hello: 'world' },
+    });
+    const listed = (await deadLettersOf(deps, queues.poison)).find((m) => m.messageId === `stray-${orderId}`);
+    assert.ok(listed);
+    const redriven = await call(redriveDeadLetters, deps, 'POST', '/deadletters/redrive', {
+      json: { entity: queues.poison, sequenceNumbers: [listed.sequenceNumber] },
+    });
+    const [result] = redriven.body.results as Array<{ status: string; detail?: string }>;
+    assert.equal(result?.status, 'not-found');
+    assert.match(String(result?.detail), /names no queue/);
+    assert.ok(
+      (await deadLettersOf(deps, queues.poison)).some((m) => m.messageId === `stray-${orderId}`),
+      'it stays a dead letter',
+    );
   });
 
   it('refuses bad input with problem+json: unknown entity, too many or malformed sequence numbers, bad top', async () => {

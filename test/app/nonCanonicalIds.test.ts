@@ -52,21 +52,37 @@ describe('non-canonical order ids in messages', { concurrency: true }, () => {
     }
   }
 
-  /** The message from the queue's dead-letter queue (taken off it), once the host put it there. */
+  /**
+   * The message as the poison quarantine dead-lettered it, taken off the `poison` queue's
+   * dead-letter queue: on its FIRST delivery (never retried), with the reason, naming where it came
+   * from; and never in the original entity's own dead-letter queue (the broker's
+   * MaxDeliveryCountExceeded after ten failed deliveries is what this replaces).
+   */
   async function deadLettered(queue: string, messageId: string): Promise<ServiceBusReceivedMessage> {
-    const dlq = bus.createReceiver(queue, { subQueueType: 'deadLetter' });
+    const dlq = bus.createReceiver(queues.poison, { subQueueType: 'deadLetter' });
     try {
       const dead = await waitFor(
-        `${messageId} in the dead-letter queue of ${queue}`,
+        `${messageId} from ${queue} in the poison dead-letter queue`,
         async () => {
           const got = await dlq.receiveMessages(10, { maxWaitTimeInMs: 1000 });
-          const mine = got.find((m) => m.messageId === messageId);
+          const mine = got.find((m) => m.applicationProperties?.poisonMessageId === messageId);
           for (const m of got) if (m !== mine) await dlq.abandonMessage(m);
           return mine;
         },
-        90_000,
+        30_000,
       );
       await dlq.completeMessage(dead);
+      assert.equal(dead.deadLetterReason, 'PoisonMessage');
+      assert.match(String(dead.deadLetterErrorDescription), /orderId/);
+      assert.equal(dead.applicationProperties?.poisonEntity, queue);
+      assert.equal(dead.applicationProperties?.poisonDeliveryCount, 1, 'quarantined on its first delivery');
+      const own = bus.createReceiver(queue, { subQueueType: 'deadLetter' });
+      try {
+        const there = await own.peekMessages(100);
+        assert.ok(!there.some((m) => m.messageId === messageId), `not in ${queue}'s own dead-letter queue`);
+      } finally {
+        await own.close();
+      }
       return dead;
     } finally {
       await dlq.close();

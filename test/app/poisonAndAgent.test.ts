@@ -7,14 +7,19 @@ import { handleAgentRequest } from '../../shared/agents/agent.js';
 import { orderRefusals } from '../../shared/domain/index.js';
 import { PoisonMessageError } from '../../shared/messaging/poison.js';
 import { queues } from '../../shared/messaging/entities.js';
+import type { MessageBus } from '../../shared/messaging/bus.js';
+import { poisonProperties } from '../../shared/messaging/quarantine.js';
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startRemoteService } from '../../local/remoteServices/index.js';
 import { peekAll } from './helpers.js';
 import { context, freshDeps, held, load, processOrder, startInfra, submitted, type Infra } from './direct.js';
 
 /**
- * Poison messages (schema failures) and the Agent handler, called directly. The dead-letter test
- * plays the host's part with a receiver it controls: receive, call the handler, abandon on throw,
- * until the broker dead-letters the message after the queue's MaxDeliveryCount (10).
+ * Poison messages (schema failures) and the Agent handler, called directly. A poison message is
+ * alerted and quarantined: dead-lettered at once in `poison` with its reason, and the handler
+ * returns so the host completes it. The fallback test plays the host's part with a receiver it
+ * controls for a bus that cannot quarantine: receive, call the handler, abandon on throw, until
+ * the broker dead-letters the message after the queue's MaxDeliveryCount (10).
  */
 describe('poison messages and the Agent', () => {
   let infra: Infra;
@@ -30,15 +35,43 @@ describe('poison messages and the Agent', () => {
     await infra?.stop();
   });
 
-  it('an invalid scheduler body throws PoisonMessageError and alerts an operator naming the order', async () => {
+  /** The quarantined copy of `messageId`, taken off poison's dead-letter queue. */
+  async function quarantined(messageId: string): Promise<ServiceBusReceivedMessage> {
+    const dlq = infra.client.createReceiver(queues.poison, { subQueueType: 'deadLetter' });
+    try {
+      for (let round = 0; round < 10; round++) {
+        const got = await dlq.receiveMessages(20, { maxWaitTimeInMs: 1000 });
+        const mine = got.find((m) => m.applicationProperties?.[poisonProperties.messageId] === messageId);
+        for (const m of got) if (m !== mine) await dlq.abandonMessage(m);
+        if (mine) {
+          await dlq.completeMessage(mine);
+          return mine;
+        }
+      }
+      throw new Error(`${messageId} was not quarantined`);
+    } finally {
+      await dlq.close();
+    }
+  }
+
+  /** The same bus without the quarantine: what a poison message meets if quarantining fails. */
+  const withoutQuarantine = (bus: MessageBus): MessageBus => ({
+    send: (entity, messages) => bus.send(entity, messages),
+    counters: bus.counters,
+    close: async () => undefined,
+  });
+
+  it('an invalid scheduler body is dead-lettered at once with its reason and alerts an operator naming the order', async () => {
     const deps = await freshDeps(infra);
     const orderId = await submitted(deps);
     const before = await load(deps, orderId);
     const bad = { type: 'process-order', orderId, reason: 'because' };
-    await assert.rejects(
-      handleSchedulerMessage(deps, bad, context('scheduler', undefined, `bad-${orderId}`)),
-      (e: unknown) => e instanceof PoisonMessageError && /reason/.test(e.reason),
-    );
+    await handleSchedulerMessage(deps, bad, context('scheduler', undefined, `bad-${orderId}`));
+    const dead = await quarantined(`bad-${orderId}`);
+    assert.equal(dead.deadLetterReason, 'PoisonMessage');
+    assert.match(String(dead.deadLetterErrorDescription), /reason/);
+    assert.deepEqual(dead.body, bad, 'the body as it arrived');
+    assert.equal(dead.applicationProperties?.[poisonProperties.entity], queues.scheduler);
     const alerts = await held(infra, queues.operatorAlerts, orderId);
     assert.equal(alerts.length, 1);
     assert.equal(alerts[0].subject, 'PoisonMessage');
@@ -51,10 +84,8 @@ describe('poison messages and the Agent', () => {
   it('an unreadable body (not JSON) is poison too, with an alert for an unknown order', async () => {
     const deps = await freshDeps(infra);
     const messageId = `garbage-${randomUUID()}`;
-    await assert.rejects(
-      handleSchedulerMessage(deps, Buffer.from('{not json'), context('scheduler', undefined, messageId)),
-      PoisonMessageError,
-    );
+    await handleSchedulerMessage(deps, Buffer.from('{not json'), context('scheduler', undefined, messageId));
+    assert.equal((await quarantined(messageId)).deadLetterReason, 'PoisonMessage');
     const all = await peekAll(infra.client, queues.operatorAlerts);
     const mine = all.filter((m) => String(m.body.reason).includes(messageId));
     assert.equal(mine.length, 1);
@@ -65,15 +96,14 @@ describe('poison messages and the Agent', () => {
     const deps = await freshDeps(infra);
     const orderId = randomUUID();
     const bad = { type: 'agent-request', orderId, run: 1, step: 'inventory', kind: 'do', attempt: 0 };
-    await assert.rejects(
-      handleAgentRequest(
-        { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url, refusals: orderRefusals.inventory },
-        queues.inventoryAgent,
-        bad,
-        context('inventoryAgent', undefined, `bad-agent-${orderId}`),
-      ),
-      PoisonMessageError,
+    await handleAgentRequest(
+      { bus: deps.bus, clock: deps.clock, serviceUrl: inventory.url, refusals: orderRefusals.inventory },
+      queues.inventoryAgent,
+      bad,
+      context('inventoryAgent', undefined, `bad-agent-${orderId}`),
     );
+    const dead = await quarantined(`bad-agent-${orderId}`);
+    assert.equal(dead.applicationProperties?.[poisonProperties.entity], queues.inventoryAgent);
     const alerts = await held(infra, queues.operatorAlerts, orderId);
     assert.equal(alerts.length, 1);
     assert.match(alerts[0].body.reason, /agent-inventory/);
@@ -81,8 +111,29 @@ describe('poison messages and the Agent', () => {
     assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
   });
 
-  it('a poison message ends in the dead-letter queue after MaxDeliveryCount, with one alert', async () => {
+  it('a copy a crashed quarantine left in poison is dead-lettered by the next one', async () => {
     const deps = await freshDeps(infra);
+    const orphan = `orphan-${randomUUID()}`;
+    const sender = infra.client.createSender(queues.poison);
+    await sender.sendMessages({
+      messageId: `poison:scheduler:${orphan}`,
+      body: { type: 'nonsense' },
+      applicationProperties: {
+        [poisonProperties.entity]: queues.scheduler,
+        [poisonProperties.messageId]: orphan,
+        [poisonProperties.reason]: 'left behind by a crash',
+      },
+    });
+    await sender.close();
+    const next = `next-${randomUUID()}`;
+    await handleSchedulerMessage(deps, { type: 'nonsense' }, context('scheduler', undefined, next));
+    const [left, mine] = [await quarantined(orphan), await quarantined(next)];
+    assert.equal(left.deadLetterErrorDescription, 'left behind by a crash');
+    assert.equal(mine.deadLetterReason, 'PoisonMessage');
+  });
+
+  it('when quarantining is not possible it throws PoisonMessageError, and the broker dead-letters it after MaxDeliveryCount, with one alert', async () => {
+    const deps = { ...(await freshDeps(infra)), bus: withoutQuarantine(infra.bus) };
     const orderId = randomUUID();
     const messageId = `poison-${orderId}`;
     const sender = infra.client.createSender(queues.scheduler);
@@ -106,7 +157,8 @@ describe('poison messages and the Agent', () => {
         try {
           await handleSchedulerMessage(deps, m.body, context('scheduler', undefined, m.messageId as string));
           await receiver.completeMessage(m);
-        } catch {
+        } catch (e) {
+          assert.ok(e instanceof PoisonMessageError, String(e));
           await receiver.abandonMessage(m);
         }
       }

@@ -251,7 +251,7 @@ function resolveName(
 /**
  * The queues and subscriptions the app's Service Bus triggers listen on (functions/*.ts:
  * app.serviceBusQueue / app.serviceBusTopic), and the entities it sends to (any source:
- * `bus.send(queues.x`, `entity: queues.x | topics.x`, `agent: queues.x` for the workflow's
+ * `bus.send(queues.x`, `createSender(queues.x`, `entity: queues.x | topics.x`, `agent: queues.x` for the workflow's
  * dispatch targets). A trigger whose entity cannot be resolved is reported, not skipped.
  */
 export function appMessaging(
@@ -294,7 +294,9 @@ export function appMessaging(
     if (/\bagentQueue:\s*def\.agentQueue\b/.test(f.text)) {
       for (const q of names.agentQueues ?? []) add(messaging.sendQueues, q);
     }
-    for (const m of f.text.matchAll(/(?:\.send\(|\bentity:|\bagent:)\s*(queues|topics)\.(\w+)/g)) {
+    for (const m of f.text.matchAll(
+      /(?:\.send\(|\.createSender\(|\bentity:|\bagent:)\s*(queues|topics)\.(\w+)/g,
+    )) {
       const value = names[m[1] as 'queues' | 'topics'][m[2]];
       if (value === undefined) problems.push(`${f.path}: sends to unknown constant ${m[1]}.${m[2]}`);
       else add(m[1] === 'queues' ? messaging.sendQueues : messaging.sendTopics, value);

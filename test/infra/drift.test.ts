@@ -441,11 +441,20 @@ test('main.bicep grants Data Receiver on exactly the triggered queues and Data S
   );
   reports(
     checkAppEntities(
-      broken(main, "'agent-shipping', 'operator-alerts']", "'agent-shipping']").text,
+      broken(main, "'agent-shipping', 'operator-alerts', 'poison']", "'agent-shipping', 'poison']").text,
       config,
       m,
     ),
     /sends to queue operator-alerts, but sendsToQueues lacks it/,
+  );
+  reports(
+    checkAppEntities(
+      broken(main, "'agent-shipping', 'operator-alerts', 'poison']", "'agent-shipping', 'operator-alerts']")
+        .text,
+      config,
+      m,
+    ),
+    /sends to queue poison, but sendsToQueues lacks it/,
   );
   reports(
     checkAppEntities(
