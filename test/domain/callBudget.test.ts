@@ -13,6 +13,9 @@ import {
   rateInForce,
   release,
   renewGrant,
+  renewGrantFor,
+  renewalIntervalMs,
+  callsPerRenewal,
   type BudgetRow,
   type CallLimits,
   type PacingOptions,
@@ -180,6 +183,34 @@ describe('call budget: lease renewals never grant more than the limits together'
         }
       }),
     );
+  });
+});
+
+describe('call budget: the lease follows demand (cost per call, not per instance)', () => {
+  it('renews once per 50 calls, between the shortest and the longest lease', () => {
+    assert.equal(renewalIntervalMs(25, 5_000, 60_000), 5_000);
+    assert.equal(renewalIntervalMs(2, 5_000, 60_000), 25_000);
+    assert.equal(renewalIntervalMs(0.1, 5_000, 60_000), 60_000);
+    assert.equal(renewalIntervalMs(0, 5_000, 60_000), 60_000);
+    fc.assert(
+      fc.property(fc.double({ min: 0.84, max: 10_000, noNaN: true }), (s) => {
+        // Renewals per call never above 1/50 once an instance calls at least 50 times a minute.
+        assert.ok(1000 / renewalIntervalMs(s, 1_000, 60_000) / s <= 1 / callsPerRenewal + 1e-9);
+      }),
+    );
+  });
+
+  it('a long lease holds only what the instance wants; anyone short keeps every lease short', () => {
+    const lease = { minMs: 5_000, maxMs: 60_000, startedPerSecond: 1 };
+    const a = renewGrantFor({ ...emptyBudgetRow }, 'a', { rate: 2, concurrency: 1 }, limits, 0, lease);
+    assert.equal(a.leaseMs, 50_000);
+    assert.equal(a.grant.expiresAt, 50_000);
+    assert.deepEqual([a.grant.rate, a.grant.concurrency], [2, 1], 'not the 20 and 8 nobody else wants');
+    const b = renewGrantFor(a.row, 'b', { rate: 30, concurrency: 10 }, limits, 100, lease);
+    assert.equal(b.leaseMs, 5_000, 'b wants more than the limit leaves it');
+    assert.deepEqual([b.grant.rate, b.grant.concurrency], [18, 7]);
+    const again = renewGrantFor(b.row, 'a', { rate: 2, concurrency: 1 }, limits, 200, lease);
+    assert.equal(again.leaseMs, 5_000, 'a renews at the short lease while b is short');
   });
 });
 
