@@ -4,7 +4,8 @@ import {
   isLimited,
   newPacer,
   release,
-  renewGrant,
+  renewalIntervalMs,
+  renewGrantFor,
   type BudgetRow,
   type CallAdmission,
   type CallLimits,
@@ -26,7 +27,10 @@ export interface CallGateOptions {
   limits: CallLimits;
   /** This process's name in the lease row. */
   instance: string;
+  /** The shortest lease (CALL_BUDGET_LEASE_SECONDS): while a limit binds, and the AIMD period. */
   leaseMs: number;
+  /** The longest lease, reached by an instance that calls rarely (default 60 s). */
+  maxLeaseMs?: number;
   customerShare: number;
   clock: Clock;
   table: CallBudgetTable | Promise<CallBudgetTable>;
@@ -65,6 +69,8 @@ export class ServiceCallGate {
   private grantExpiresAt = 0;
   private renewing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** When the next renewal is due after the last one (the lease follows demand). */
+  private renewEveryMs: number;
   private lastActivity = 0;
   private periodStart = 0;
   private started = 0;
@@ -78,6 +84,7 @@ export class ServiceCallGate {
 
   constructor(private readonly o: CallGateOptions) {
     this.limited = isLimited(o.limits);
+    this.renewEveryMs = o.leaseMs;
     if (!this.limited) {
       this.pacer.rate = Number.POSITIVE_INFINITY;
       this.pacer.concurrency = Number.POSITIVE_INFINITY;
@@ -117,6 +124,15 @@ export class ServiceCallGate {
       this.waiting.delete(request.key);
     } else {
       recordCallWait(this.o.service, a.reason);
+      // Short inside a long lease (demand grew): renew now rather than at the lease's end.
+      if (
+        (a.reason === 'rate' || a.reason === 'concurrency') &&
+        this.renewEveryMs > this.o.leaseMs &&
+        t - this.periodStart >= this.o.leaseMs
+      ) {
+        this.renewEveryMs = this.o.leaseMs;
+        void this.renew().catch(() => undefined);
+      }
       if (a.reason === 'concurrency') this.concurrencyWaits += 1;
       this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });
     }
@@ -181,8 +197,12 @@ export class ServiceCallGate {
 
   /** Stops the renewal timer (tests, shutdown); the grant lapses at its expiry. */
   close(): void {
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  private get maxLeaseMs(): number {
+    return Math.max(this.o.leaseMs, this.o.maxLeaseMs ?? 60_000);
   }
 
   private typicalCallMs(): number {
@@ -198,21 +218,29 @@ export class ServiceCallGate {
 
   private keepRenewing(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => {
+    const tick = () => {
       const now = this.o.clock.now().getTime();
       // Idle: stop renewing (no cost at rest); the grant lapses and others take it.
       if (now - this.lastActivity > 2 * this.o.leaseMs && this.waiting.size === 0) {
         this.close();
         return;
       }
-      this.renew().catch((e: unknown) =>
-        this.o.log?.warn('could not renew the call budget lease', {
-          service: this.o.service,
-          error: (e as Error).message,
-        }),
-      );
-    }, this.o.leaseMs);
-    this.timer.unref();
+      this.renew()
+        .catch((e: unknown) =>
+          this.o.log?.warn('could not renew the call budget lease', {
+            service: this.o.service,
+            error: (e as Error).message,
+          }),
+        )
+        .finally(() => {
+          if (this.timer) schedule();
+        });
+    };
+    const schedule = () => {
+      this.timer = setTimeout(tick, this.renewEveryMs);
+      this.timer.unref();
+    };
+    schedule();
   }
 
   private renew(): Promise<void> {
@@ -226,13 +254,16 @@ export class ServiceCallGate {
     const table = await this.o.table;
     const now = this.o.clock.now().getTime();
     this.forgetStale(now);
+    const seconds = Math.max(1, (now - (this.periodStart || now - this.o.leaseMs)) / 1000);
     if (!this.limited) {
       // Nothing to share: only learn of a pause another instance recorded (one read).
       this.apply((await table.read(this.o.service)).row);
-      this.grantExpiresAt = now + this.o.leaseMs;
+      this.renewEveryMs = renewalIntervalMs(this.started / seconds, this.o.leaseMs, this.maxLeaseMs);
+      this.grantExpiresAt = now + this.renewEveryMs;
+      this.periodStart = now;
+      this.started = 0;
       return;
     }
-    const seconds = Math.max(1, (now - (this.periodStart || now - this.o.leaseMs)) / 1000);
     // Ask for what it was asked, with room to grow; concurrency for the peak plus those that waited for it.
     const want = {
       rate: Math.max(1, (this.asked / seconds) * 1.5),
@@ -247,13 +278,20 @@ export class ServiceCallGate {
       ...(snap.oldestWaitingOrder ? { oldestWaitingOrder: snap.oldestWaitingOrder } : {}),
       startedPerSecond: this.started / seconds,
     };
+    let leaseMs = this.o.leaseMs;
     const row = await table.update(this.o.service, (r) => {
-      const next = renewGrant(r, this.o.instance, want, this.o.limits, now, this.o.leaseMs);
+      const next = renewGrantFor(r, this.o.instance, want, this.o.limits, now, {
+        minMs: this.o.leaseMs,
+        maxMs: this.maxLeaseMs,
+        startedPerSecond: report.startedPerSecond,
+      });
+      leaseMs = next.leaseMs;
       return withGrants(
         next.row,
         next.row.grants.map((g) => (g.instance === this.o.instance ? { ...g, ...report } : g)),
       );
     });
+    this.renewEveryMs = leaseMs;
     this.periodStart = now;
     this.asked = 0;
     this.started = 0;

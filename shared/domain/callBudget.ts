@@ -157,31 +157,41 @@ export function renewGrant(
   const live = adapted.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
   const rateCap = rateInForceIgnoringPause(limits, adapted);
   const concCap = limits.maxConcurrentCalls ?? Number.POSITIVE_INFINITY;
+  const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
+  const keep = Math.min(want.inFlight ?? 0, previous?.concurrency ?? 0);
   // The renewing instance first: whole shares break ties towards it, so with fewer slots than
   // instances the slots go to whoever asks while they are free (last would leave them all idle).
-  const everyone = [{ wantRate: want.rate, wantConcurrency: want.concurrency }, ...live];
+  // Then those holding slots: they keep them rather than every renewer moving them around.
+  const others = [...live.filter((g) => g.concurrency > 0), ...live.filter((g) => !(g.concurrency > 0))];
+  const concTargets = integerShares(concCap, [want.concurrency, ...others.map((g) => g.wantConcurrency)]);
+  const concTarget = concTargets[0];
+  const heldConc = live.reduce((a, g) => a + g.concurrency, 0);
+  // Never below the calls still in flight on a slot it held: others could take the slot while
+  // those calls run and the service would see more at once than it allows.
+  const concurrency = Number.isFinite(concCap)
+    ? Math.max(0, Math.min(Math.max(concTarget, keep), concCap - heldConc))
+    : Number.POSITIVE_INFINITY;
+  // Rate is shared only among instances that hold (or are due) a concurrency slot: a rate held
+  // where no call can start is lost to the service (bench: 2 slots over 4 hosts left 2-3 of 5
+  // calls/s unused).
+  const callers = others.filter((g, i) => g.concurrency > 0 || concTargets[i + 1] > 0);
+  const canCall = concurrency > 0;
+  const everyone = [{ wantRate: canCall ? want.rate : 0, wantConcurrency: want.concurrency }, ...callers];
   const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
-  const rateTarget = (
-    wholeRates
-      ? integerShares(
-          Math.floor(rateCap + 1e-9),
-          everyone.map((g) => g.wantRate),
-        )
-      : fairShares(
-          rateCap,
-          everyone.map((g) => g.wantRate),
-        )
-  )[0];
-  const concTarget = integerShares(
-    concCap,
-    everyone.map((g) => g.wantConcurrency),
-  )[0];
+  const rateTarget = canCall
+    ? (wholeRates
+        ? integerShares(
+            Math.floor(rateCap + 1e-9),
+            everyone.map((g) => g.wantRate),
+          )
+        : fairShares(
+            rateCap,
+            everyone.map((g) => g.wantRate),
+          ))[0]
+    : 0;
   // Rate given back stays counted for one window after: calls started under it are still in
   // the service's last second, and a taker starting at once would put that second over the limit.
   const heldRate = live.reduce((a, g) => a + heldRateOf(g, now), 0);
-  const heldConc = live.reduce((a, g) => a + g.concurrency, 0);
-  const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
-  const keep = Math.min(want.inFlight ?? 0, previous?.concurrency ?? 0);
   // Whole calls per second when the rate allows one each: a fractional share lets each instance's
   // paced starts round up within a window, and the rounding adds up across instances.
   const whole = (x: number) => (wholeRates ? Math.floor(x + 1e-9) : x);
@@ -189,11 +199,7 @@ export function renewGrant(
   const grant: BudgetGrant = {
     instance,
     rate,
-    // Never below the calls still in flight on a slot it held: others could take the slot while
-    // those calls run and the service would see more at once than it allows.
-    concurrency: Number.isFinite(concCap)
-      ? Math.max(0, Math.min(Math.max(concTarget, keep), concCap - heldConc))
-      : Number.POSITIVE_INFINITY,
+    concurrency,
     wantRate: want.rate,
     wantConcurrency: want.concurrency,
     expiresAt: now + leaseMs,
@@ -206,6 +212,66 @@ export function renewGrant(
     grant.heldUntil = previous.heldUntil;
   }
   return { row: { ...adapted, grants: [...live, grant] }, grant };
+}
+
+/**
+ * Calls an instance makes per renewal once it calls often enough: renewals then cost 2/this table
+ * transactions per call whatever the instance count (a fixed period costs I/P per second, which
+ * grows with the instances sharing a fixed order rate).
+ */
+export const callsPerRenewal = 50;
+
+/** How long to wait before the next renewal (or read) at this instance's call rate. */
+export function renewalIntervalMs(startedPerSecond: number, minMs: number, maxMs: number): number {
+  if (!(startedPerSecond > 0)) return Math.max(minMs, maxMs);
+  return Math.min(Math.max(minMs, maxMs), Math.max(minMs, (callsPerRenewal * 1000) / startedPerSecond));
+}
+
+/** Wants more than it holds: rebalancing may give it more, so renewals stay at the shortest lease. */
+function isShort(g: Pick<BudgetGrant, 'rate' | 'concurrency' | 'wantRate' | 'wantConcurrency'>): boolean {
+  return g.wantRate > g.rate + 1e-9 || g.wantConcurrency > g.concurrency;
+}
+
+/**
+ * renewGrant with a lease that follows demand: while every live grant covers what its instance
+ * wants, the grant (cut to what it wants) lasts `callsPerRenewal` of this instance's calls
+ * (between `minMs` and `maxMs`); an instance that finds itself short renews early (the adapter);
+ * while anyone wants more than it holds (the limit binds), `minMs`, so shares rebalance within
+ * one short lease.
+ */
+export function renewGrantFor(
+  row: BudgetRow,
+  instance: string,
+  want: Want,
+  limits: CallLimits,
+  now: number,
+  lease: { minMs: number; maxMs: number; startedPerSecond: number },
+): { row: BudgetRow; grant: BudgetGrant; leaseMs: number } {
+  const r = renewGrant(row, instance, want, limits, now, lease.minMs);
+  const anyShort = r.row.grants.some((g) => g.expiresAt + grantGraceMs > now && isShort(g));
+  const leaseMs = anyShort
+    ? lease.minMs
+    : renewalIntervalMs(lease.startedPerSecond, lease.minMs, lease.maxMs);
+  if (leaseMs === lease.minMs) return { ...r, leaseMs };
+  // A long lease holds only what the instance wants: spare capacity held for a minute would be
+  // stranded from an instance that starts calling meanwhile (it renews at the short lease).
+  const grant: BudgetGrant = {
+    ...r.grant,
+    rate: Math.min(r.grant.rate, Math.ceil(want.rate - 1e-9)),
+    concurrency: Math.min(r.grant.concurrency, Math.max(want.concurrency, want.inFlight ?? 0)),
+    expiresAt: now + leaseMs,
+  };
+  const previous = row.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
+  const wasHeld = previous ? heldRateOf(previous, now) : 0;
+  if (grant.rate < wasHeld && !(grant.heldUntil !== undefined && grant.heldUntil > now)) {
+    grant.heldRate = wasHeld;
+    grant.heldUntil = now + rateWindowMs;
+  }
+  return {
+    row: { ...r.row, grants: r.row.grants.map((g) => (g.instance === instance ? grant : g)) },
+    grant,
+    leaseMs,
+  };
 }
 
 /** The declared rate times the AIMD factor (a pause is applied by the pacing, not the shares). */
@@ -251,9 +317,12 @@ export function afterRefusal(
 
 /**
  * One instance's pacing inside its grant, and its book of reserved start times for the requests
- * it sent back to the queue. Requests that waited go first; a fresh request never takes a slot
- * reserved for one that waited; one customer's requests are spaced so it takes at most its share
- * of the rate while the book holds others.
+ * it sent back to the queue. Starts are counted in a sliding window (at most the whole calls per
+ * second of the grant in any 1 s), not spaced from the last start: a woken request arrives a
+ * little after its slot (the broker delivers scheduled messages late by up to ~150 ms here), and
+ * spacing from the last start pushed every later slot back by that lateness. Requests that waited
+ * go first; a fresh request leaves the slots due now to those booked; one customer books at most
+ * every 1/share-th slot, so others book between its bookings.
  */
 export interface Pacer {
   rate: number;
@@ -261,14 +330,17 @@ export interface Pacer {
   pausedUntil: number;
   /** Calls this instance has in flight. */
   inFlight: number;
-  /** Earliest start of the next call (paced at 1/rate). */
-  nextStartAt: number;
-  /** Reserved start times (epoch ms, ascending) with the customer each was reserved for. */
-  book: Array<{ at: number; customer: string }>;
+  /** Start times (epoch ms, ascending) still inside the rate window. */
+  starts: number[];
+  /**
+   * Reserved start times (epoch ms, ascending) with the customer each was reserved for. A soft one
+   * fills a slot nobody else booked for a customer past its share; another customer may book it.
+   */
+  book: Array<{ at: number; customer: string; soft?: boolean }>;
 }
 
 export function newPacer(): Pacer {
-  return { rate: 0, concurrency: 0, pausedUntil: 0, inFlight: 0, nextStartAt: 0, book: [] };
+  return { rate: 0, concurrency: 0, pausedUntil: 0, inFlight: 0, starts: [], book: [] };
 }
 
 export interface CallRequest {
@@ -299,32 +371,54 @@ export interface PacingOptions {
 
 /** Decides whether a request starts now; mutates the pacer (a start counts, a wait books a slot). */
 export function admit(p: Pacer, request: CallRequest, now: number, options: PacingOptions): CallAdmission {
-  p.book = p.book.filter((b) => b.at > now - spacingOf(p));
+  const spacing = spacingOf(p);
+  p.book = p.book.filter((b) => b.at > now - spacing);
+  const window = windowOf(p.rate);
+  p.starts = p.starts.filter((s) => s > now - window.ms);
   if (now < p.pausedUntil) return reserve(p, request, p.pausedUntil, options, 'paused');
   if (p.rate <= 0 || p.concurrency <= 0)
     return reserve(p, request, now + options.leaseMs, options, 'no-grant');
-  const spacing = spacingOf(p);
-  // A fresh request must not take a slot booked for one that waited (its place is kept).
-  const booked = !request.waited && p.book.some((b) => b.at < now + spacing);
+  const free = window.count - p.starts.length;
+  // A fresh request leaves the slots due by the next one to the requests booked for them.
+  const kept = request.waited ? 0 : p.book.filter((b) => b.at < now + spacing).length;
+  const freesAt = windowFreesAt(p, window, now);
   // A start due within a moment waits that moment in place (pacing, not waiting): a request woken
   // a few ms before its slot must not lose it to a round trip through the queue.
   const hold = Math.min(options.maxHoldMs ?? 0, spacing / 4);
-  if (!booked && p.nextStartAt - now <= hold && p.inFlight < p.concurrency) {
+  const startAt = free > kept ? now : kept === 0 && freesAt - now <= hold ? freesAt : undefined;
+  if (startAt !== undefined && p.inFlight < p.concurrency) {
     if (request.waited) p.book = dropFirst(p.book, request.customer);
-    const startAt = Math.max(p.nextStartAt, now);
-    p.nextStartAt = startAt + spacing;
+    p.starts.push(startAt);
     p.inFlight += 1;
     return startAt > now ? { kind: 'start', delayMs: startAt - now } : { kind: 'start' };
   }
   if (request.waited) p.book = dropFirst(p.book, request.customer);
   const reason = p.inFlight >= p.concurrency ? 'concurrency' : 'rate';
-  const from = reason === 'concurrency' ? now + options.callMs : Math.max(now, p.nextStartAt);
+  const from = reason === 'concurrency' ? Math.max(now + options.callMs, freesAt) : freesAt;
   return reserve(p, request, from, options, reason);
 }
 
 /** A call ended: its concurrency slot is free. */
 export function release(p: Pacer): void {
   p.inFlight = Math.max(0, p.inFlight - 1);
+}
+
+/**
+ * The rate as a sliding window: whole calls per second in any 1 s; below one call per second, one
+ * call per 1/rate. Never more than the grant in any 1 s window, whatever the arrivals.
+ */
+function windowOf(rate: number): { count: number; ms: number } {
+  if (!(rate > 0)) return { count: 0, ms: rateWindowMs };
+  if (!Number.isFinite(rate)) return { count: Number.POSITIVE_INFINITY, ms: rateWindowMs };
+  return rate >= 1
+    ? { count: Math.floor(rate + 1e-9), ms: rateWindowMs }
+    : { count: 1, ms: rateWindowMs / rate };
+}
+
+/** When the window admits one more start (`now` when it already does). */
+function windowFreesAt(p: Pacer, window: { count: number; ms: number }, now: number): number {
+  if (p.starts.length < window.count) return now;
+  return Math.max(now, p.starts[p.starts.length - window.count] + window.ms);
 }
 
 function spacingOf(p: Pacer): number {
@@ -336,10 +430,22 @@ function dropFirst(book: Pacer['book'], customer: string): Pacer['book'] {
   return i < 0 ? book : [...book.slice(0, i), ...book.slice(i + 1)];
 }
 
+/** The first time from `from` on at least half a spacing away from every booking in `book`. */
+function firstFreeSlot(book: Pacer['book'], from: number, spacing: number): number {
+  let at = from;
+  for (const b of book) {
+    if (b.at < at - spacing / 2) continue;
+    if (b.at < at + spacing / 2) at = b.at + spacing;
+  }
+  return at;
+}
+
 /**
- * Books the first free slot from `from` on. One customer holds at most its share of the slots of
- * the booking horizon: past that, its request is told to come back when its own bookings are
- * done, without a slot, so other customers' requests still find room near the front.
+ * Books a slot from `from` on. A customer's bookings are at least spacing/share apart, so others
+ * book between them and wait at most about 1/(1 - share) times as long as without it; a slot
+ * nobody booked before that is filled softly (the customer alone still gets the whole rate). One
+ * customer holds at most its share of the booking horizon's slots: past that, its request is told
+ * to come back when its own bookings are done, without a slot.
  */
 function reserve(
   p: Pacer,
@@ -349,20 +455,25 @@ function reserve(
   reason: Exclude<CallAdmission, { kind: 'start' }>['reason'],
 ): CallAdmission {
   const spacing = spacingOf(p) || 50;
+  const share = options.customerShare;
   const own = p.book.filter((b) => b.customer === request.customer);
   const rate = Number.isFinite(p.rate) && p.rate > 0 ? p.rate : 1000 / spacing;
-  const maxAhead = Math.max(1, Math.ceil(options.customerShare * rate * (options.horizonMs / 1000)));
-  if (own.length >= maxAhead && options.customerShare < 1) {
+  const maxAhead = Math.max(1, Math.ceil(share * rate * (options.horizonMs / 1000)));
+  if (own.length >= maxAhead && share < 1) {
     return { kind: 'wait', at: Math.max(from, own[own.length - 1].at + spacing), reason: 'share' };
   }
-  let at = from;
-  for (const b of p.book) {
-    if (b.at < at - spacing / 2) continue;
-    if (b.at < at + spacing / 2) at = b.at + spacing;
-  }
-  const entry = { at, customer: request.customer };
-  const i = p.book.findIndex((b) => b.at > at);
+  const lastFirm = own.filter((b) => !b.soft).at(-1);
+  const firmFrom = share < 1 && lastFirm ? Math.max(from, lastFirm.at + spacing / share) : from;
+  const firm = firstFreeSlot(
+    p.book.filter((b) => !b.soft),
+    firmFrom,
+    spacing,
+  );
+  const gap = share < 1 ? firstFreeSlot(p.book, from, spacing) : firm;
+  const soft = gap < firm;
+  const entry = { at: soft ? gap : firm, customer: request.customer, ...(soft ? { soft } : {}) };
+  const i = p.book.findIndex((b) => b.at > entry.at);
   if (i < 0) p.book.push(entry);
   else p.book.splice(i, 0, entry);
-  return { kind: 'wait', at, reason };
+  return { kind: 'wait', at: entry.at, reason };
 }

@@ -35,12 +35,19 @@ describe('global call budget', () => {
     await infra?.stop();
   });
 
-  const gate = (service: string, instance: string, limits: CallLimits, leaseMs = 1_000) => {
+  const gate = (
+    service: string,
+    instance: string,
+    limits: CallLimits,
+    leaseMs = 1_000,
+    maxLeaseMs?: number,
+  ) => {
     const g = new ServiceCallGate({
       service,
       limits,
       instance,
       leaseMs,
+      ...(maxLeaseMs !== undefined ? { maxLeaseMs } : {}),
       customerShare: 1,
       clock: systemClock,
       table,
@@ -63,15 +70,18 @@ describe('global call budget', () => {
     const runFor = 8_000;
     const t0 = Date.now();
     // Each instance has far more requests than its share: a request told to wait comes back at
-    // its booked time (as the re-sent message would), a started one holds its slot 150 ms.
-    const worker = async (g: ServiceCallGate, n: number) => {
+    // its booked time (as the re-sent message would), to any instance (competing consumers read
+    // one queue), and a started one holds its slot 150 ms.
+    const worker = async (first: ServiceCallGate, n: number) => {
       let waited = false;
+      let g = first;
       while (Date.now() - t0 < runFor) {
         const a = await g.admit({ key: `${n}`, orderId: `${n}`, customer: 'c', waited, since: t0 });
         if (a.kind === 'wait') {
           reasons[a.reason] = (reasons[a.reason] ?? 0) + 1;
           waited = true;
           await sleep(Math.min(a.at - Date.now(), t0 + runFor - Date.now()));
+          g = instances[Math.floor(Math.random() * instances.length)];
           continue;
         }
         waited = false;
@@ -96,6 +106,7 @@ describe('global call budget', () => {
     assert.ok(peak <= 8, `at most 8 at once, saw ${peak}`);
     assert.ok(maxWindow <= 22, `at most 22 in any 1 s window, saw ${maxWindow}`);
     assert.ok(
+      // Issue 26 asks 90 %: 17.0/s and above 18/s in two runs at 07:20 UTC, so not yet earned.
       steady >= 0.8 * 20,
       `throughput near the limit once the shares settled (after 3 s): ${steady.toFixed(1)}/s`,
     );
@@ -118,7 +129,9 @@ describe('global call budget', () => {
   it('a 429 at one instance pauses the others within a lease period, and they resume after it', async () => {
     const service = `svc-${randomUUID().slice(0, 8)}`;
     const limits = { maxCallsPerSecond: 50, maxConcurrentCalls: 50 };
-    const [a, b] = [gate(service, 'a', limits, 500), gate(service, 'b', limits, 500)];
+    // The shortest lease throughout (as while a limit binds): an instance that holds a long lease
+    // learns of the pause at its renewal, or from its own first 429.
+    const [a, b] = [gate(service, 'a', limits, 500, 500), gate(service, 'b', limits, 500, 500)];
     assert.equal(
       (await a.admit({ key: '1', orderId: '1', customer: 'c', waited: false, since: 0 })).kind,
       'start',

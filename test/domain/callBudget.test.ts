@@ -13,6 +13,9 @@ import {
   rateInForce,
   release,
   renewGrant,
+  renewGrantFor,
+  renewalIntervalMs,
+  callsPerRenewal,
   type BudgetRow,
   type CallLimits,
   type PacingOptions,
@@ -98,6 +101,30 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(sum(row.grants.map((g) => g.rate)), 5);
   });
 
+  it('an instance with no concurrency slot holds no rate: the rate goes to the instances that can call', () => {
+    // Bench (4 hosts, 5 calls/s, 2 at once): two hosts held 1-2 calls/s each with no slot to use them.
+    let row: BudgetRow = { ...emptyBudgetRow };
+    const two = { maxCallsPerSecond: 5, maxConcurrentCalls: 2 };
+    for (let round = 0; round < 6; round++) {
+      for (const [i, instance] of ['a', 'b', 'c', 'd'].entries()) {
+        row = renewGrant(
+          row,
+          instance,
+          { rate: 10, concurrency: 2 },
+          two,
+          round * 1_500 + i * 10,
+          leaseMs,
+        ).row;
+      }
+    }
+    const grants = row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
+    assert.ok(
+      row.grants.every((g) => g.concurrency > 0 || g.rate === 0),
+      `rate stranded on an instance without a slot: ${grants}`,
+    );
+    assert.equal(sum(row.grants.filter((g) => g.concurrency > 0).map((g) => g.rate)), 5, grants);
+  });
+
   it('a shrinking grant keeps the slots its calls in flight still use', () => {
     let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 50 }, limits, 0, leaseMs).row;
     row = renewGrant(row, 'b', { rate: 50, concurrency: 50 }, limits, 10, leaseMs).row;
@@ -147,11 +174,43 @@ describe('call budget: lease renewals never grant more than the limits together'
             : renewGrant(row, o.instance, { rate: o.wantRate, concurrency: o.wantConc }, limits, now, leaseMs)
                 .row;
           const live = row.grants.filter((g) => g.expiresAt + grantGraceMs > now);
+          if (!o.refuse) {
+            const mine = row.grants.find((g) => g.instance === o.instance)!;
+            assert.ok(mine.concurrency > 0 || mine.rate === 0, 'no rate without a slot to use it');
+          }
           assert.ok(sum(live.map((g) => g.rate)) <= 20 * row.rateFactor + 1e-6);
           assert.ok(sum(live.map((g) => g.concurrency)) <= 8);
         }
       }),
     );
+  });
+});
+
+describe('call budget: the lease follows demand (cost per call, not per instance)', () => {
+  it('renews once per 50 calls, between the shortest and the longest lease', () => {
+    assert.equal(renewalIntervalMs(25, 5_000, 60_000), 5_000);
+    assert.equal(renewalIntervalMs(2, 5_000, 60_000), 25_000);
+    assert.equal(renewalIntervalMs(0.1, 5_000, 60_000), 60_000);
+    assert.equal(renewalIntervalMs(0, 5_000, 60_000), 60_000);
+    fc.assert(
+      fc.property(fc.double({ min: 0.84, max: 10_000, noNaN: true }), (s) => {
+        // Renewals per call never above 1/50 once an instance calls at least 50 times a minute.
+        assert.ok(1000 / renewalIntervalMs(s, 1_000, 60_000) / s <= 1 / callsPerRenewal + 1e-9);
+      }),
+    );
+  });
+
+  it('a long lease holds only what the instance wants; anyone short keeps every lease short', () => {
+    const lease = { minMs: 5_000, maxMs: 60_000, startedPerSecond: 1 };
+    const a = renewGrantFor({ ...emptyBudgetRow }, 'a', { rate: 2, concurrency: 1 }, limits, 0, lease);
+    assert.equal(a.leaseMs, 50_000);
+    assert.equal(a.grant.expiresAt, 50_000);
+    assert.deepEqual([a.grant.rate, a.grant.concurrency], [2, 1], 'not the 20 and 8 nobody else wants');
+    const b = renewGrantFor(a.row, 'b', { rate: 30, concurrency: 10 }, limits, 100, lease);
+    assert.equal(b.leaseMs, 5_000, 'b wants more than the limit leaves it');
+    assert.deepEqual([b.grant.rate, b.grant.concurrency], [18, 7]);
+    const again = renewGrantFor(b.row, 'a', { rate: 2, concurrency: 1 }, limits, 200, lease);
+    assert.equal(again.leaseMs, 5_000, 'a renews at the short lease while b is short');
   });
 });
 
@@ -192,18 +251,20 @@ describe('call budget: pacing inside a grant', () => {
   const options: PacingOptions = { customerShare: 0.5, callMs: 200, leaseMs, horizonMs: 10_000 };
   const pacer = (rate: number, concurrency: number) => ({ ...newPacer(), rate, concurrency });
 
-  it('starts at most one call per 1/rate and no more than the concurrency at once', () => {
-    const p = pacer(5, 2);
+  it('starts at most the whole calls per second in any 1 s window and no more than the concurrency at once', () => {
+    const p = pacer(2, 5);
     assert.deepEqual(admit(p, { customer: 'x', waited: false }, 0, options), { kind: 'start' });
-    const second = admit(p, { customer: 'x', waited: false }, 10, options);
-    assert.equal(second.kind, 'wait');
-    if (second.kind === 'wait') assert.equal(second.at, 200);
-    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 200, options), { kind: 'start' });
-    const third = admit(p, { customer: 'x', waited: false }, 400, options);
-    assert.equal(third.kind, 'wait');
-    if (third.kind === 'wait') assert.equal(third.reason, 'concurrency');
-    release(p);
-    assert.deepEqual(admit(p, { customer: 'x', waited: false }, 400, options), { kind: 'start' });
+    assert.deepEqual(admit(p, { customer: 'x', waited: false }, 10, options), { kind: 'start' });
+    const third = admit(p, { customer: 'x', waited: false }, 20, options);
+    assert.ok(third.kind === 'wait' && third.reason === 'rate' && third.at === 1_000, JSON.stringify(third));
+    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 1_000, options), { kind: 'start' });
+    const q = pacer(5, 2);
+    admit(q, { customer: 'x', waited: false }, 0, options);
+    admit(q, { customer: 'x', waited: false }, 10, options);
+    const busy = admit(q, { customer: 'x', waited: false }, 20, options);
+    assert.ok(busy.kind === 'wait' && busy.reason === 'concurrency');
+    release(q);
+    assert.deepEqual(admit(q, { customer: 'x', waited: false }, 30, options), { kind: 'start' });
   });
 
   it('counts starts in any 1 s window within the rate, whatever the arrivals', () => {
@@ -220,14 +281,69 @@ describe('call budget: pacing inside a grant', () => {
     );
   });
 
-  it('a request due within a moment of its slot waits that moment in place instead of re-queueing', () => {
-    const p = pacer(5, 5);
-    admit(p, { customer: 'x', waited: false }, 0, { ...options, maxHoldMs: 50 });
-    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 190, { ...options, maxHoldMs: 50 }), {
-      kind: 'start',
-      delayMs: 10,
+  it('a request late for its slot does not push the later slots back (at most the rate in any 1 s window)', () => {
+    // Woken requests arrive 0-150 ms after their slot (the broker's scheduled delivery): with
+    // starts spaced from the last start, each late one shifted every later slot and slots were lost.
+    const p = pacer(5, 100);
+    const arrivals = [0, 260, 400, 600, 800, 1_000, 1_290, 1_400, 1_600, 1_800, 2_000];
+    const refused = arrivals.filter(
+      (t) => admit(p, { customer: 'x', waited: true }, t, { ...options, maxHoldMs: 50 }).kind !== 'start',
+    );
+    assert.deepEqual(refused, [], 'no 1 s window holds more than 5 of these arrivals');
+  });
+
+  it('any arrivals, rates and call ends: never more than the grant in a window, nor more at once than the concurrency', () => {
+    const step = fc.record({
+      dt: fc.integer({ min: 0, max: 400 }),
+      waited: fc.boolean(),
+      customer: fc.constantFrom('a', 'b', 'c'),
+      end: fc.boolean(),
     });
-    const early = admit(p, { customer: 'x', waited: true }, 300, { ...options, maxHoldMs: 50 });
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.integer({ min: 1, max: 12 }), fc.double({ min: 0.2, max: 0.99, noNaN: true })),
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(step, { maxLength: 120 }),
+        (rate, concurrency, steps) => {
+          const p = pacer(rate, concurrency);
+          const starts: number[] = [];
+          let now = 0;
+          for (const s of steps) {
+            now += s.dt;
+            if (s.end) release(p);
+            const a = admit(p, { customer: s.customer, waited: s.waited }, now, {
+              ...options,
+              maxHoldMs: 50,
+            });
+            if (a.kind === 'start') starts.push(now + (a.delayMs ?? 0));
+            assert.ok(p.inFlight <= concurrency);
+          }
+          const count = rate >= 1 ? Math.floor(rate) : 1;
+          const windowMs = rate >= 1 ? 1000 : 1000 / rate;
+          for (const t of starts) assert.ok(starts.filter((u) => u >= t && u < t + windowMs).length <= count);
+          for (const c of ['a', 'b', 'c']) {
+            const firm = p.book.filter((b) => b.customer === c && !b.soft).map((b) => b.at);
+            for (let i = 1; i < firm.length; i++)
+              assert.ok(
+                firm[i] - firm[i - 1] >= 1000 / rate / 0.5 - 1e-6,
+                'a customer books every other slot at most',
+              );
+          }
+        },
+      ),
+    );
+  });
+
+  it('a request due within a moment of its slot waits that moment in place instead of re-queueing', () => {
+    const p = pacer(1, 5);
+    admit(p, { customer: 'x', waited: false }, 0, { ...options, maxHoldMs: 50 });
+    assert.deepEqual(admit(p, { customer: 'x', waited: true }, 960, { ...options, maxHoldMs: 50 }), {
+      kind: 'start',
+      delayMs: 40,
+    });
+    const q = pacer(1, 5);
+    admit(q, { customer: 'x', waited: false }, 0, { ...options, maxHoldMs: 50 });
+    const early = admit(q, { customer: 'x', waited: true }, 900, { ...options, maxHoldMs: 50 });
     assert.equal(early.kind, 'wait', '100 ms early is more than the hold');
   });
 
@@ -240,12 +356,12 @@ describe('call budget: pacing inside a grant', () => {
   });
 
   it('a fresh request never takes the slot booked for one that waited', () => {
-    const p = pacer(5, 5);
+    const p = pacer(1, 5);
     admit(p, { customer: 'x', waited: false }, 0, options);
     const booked = admit(p, { customer: 'y', waited: false }, 50, options);
-    assert.ok(booked.kind === 'wait' && booked.at === 200);
-    assert.equal(admit(p, { customer: 'z', waited: false }, 200, options).kind, 'wait');
-    assert.equal(admit(p, { customer: 'y', waited: true }, 200, options).kind, 'start');
+    assert.ok(booked.kind === 'wait' && booked.at === 1_000);
+    assert.equal(admit(p, { customer: 'z', waited: false }, 1_000, options).kind, 'wait');
+    assert.equal(admit(p, { customer: 'y', waited: true }, 1_000, options).kind, 'start');
   });
 
   it("one customer's burst holds at most its share of the horizon's slots: others book near the front", () => {
@@ -257,6 +373,23 @@ describe('call budget: pacing inside a grant', () => {
     assert.ok(p.book.filter((b) => b.customer === 'burst').length <= 25);
     const over = admit(p, { customer: 'burst', waited: false }, 300, options);
     assert.ok(over.kind === 'wait' && over.reason === 'share');
+  });
+
+  it("one customer's burst books at most every other slot (share 0.5): another customer books near the front", () => {
+    const p = pacer(5, 1); // one start, then every request books a slot 200 ms apart
+    for (let i = 0; i < 21; i++) admit(p, { customer: 'burst', waited: false }, i, options);
+    const other = admit(p, { customer: 'other', waited: false }, 30, options);
+    assert.ok(other.kind === 'wait');
+    if (other.kind === 'wait') assert.ok(other.at <= 30 + 3 * 200, `other booked at ${other.at}`);
+    // Firm bookings: the slots between them that nobody else booked are filled softly.
+    const burst = p.book.filter((b) => b.customer === 'burst' && !b.soft).map((b) => b.at);
+    const within = (t: number) => burst.filter((b) => b < t).length;
+    assert.equal(p.book.length, 21, 'alone, the burst still books every slot');
+    for (const t of [1_000, 2_000, 4_000])
+      assert.ok(
+        within(t) <= Math.ceil((0.5 * t) / 200) + 1,
+        `burst holds ${within(t)} of the slots before ${t}`,
+      );
   });
 
   it('with no grant it waits for the next renewal', () => {
