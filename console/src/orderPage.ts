@@ -3,6 +3,7 @@ import { get, request, type Change, type HistoryEntry, type HistoryPage, type Or
 import { feed } from './live.js';
 import { Confirm, ErrorNote, formatTime, html, StateBadge } from './ui.js';
 import { WaitingPanel } from './waiting.js';
+import { LegalHoldPanel } from './legalHold.js';
 
 type Action = 'resubmit' | 'cancel' | 'retry';
 
@@ -174,6 +175,7 @@ export function OrderPage({ orderId }: { orderId: string }) {
             </div>
             <p id="action-outcome" role="status">${outcome}</p>
             <${WaitingPanel} order=${order} onDone=${load} />
+            ${history ? html`<${LegalHoldPanel} orderId=${orderId} history=${history} onDone=${load} />` : null}
             <h2>Steps</h2>
             <table id="steps">
               <thead>
