@@ -70,9 +70,7 @@ export function LegalHoldPanel({
     <p id="hold-status">
       ${
         hold
-          ? html`Held by ${hold.heldBy ?? 'an operator'} since
-            ${formatTime(hold.heldAt)}${hold.reason ? html`: ${hold.reason}` : null}. Retention never archives
-            or purges it while held.`
+          ? `Held by ${hold.heldBy ?? 'an operator'} since ${formatTime(hold.heldAt)}${hold.reason ? `: ${hold.reason}` : ''}. Retention never archives or purges it while held.`
           : 'Not held: retention archives and purges the order once it is terminal and past the retention period.'
       }
     </p>

@@ -32,8 +32,8 @@ function Oldest({ s }: { s: ServiceLimit }) {
   const o = s.oldestWaiting;
   if (!o) return html`<span>–</span>`;
   return html`<span>
-    ${o.orderId ? html`<a href=${`#/orders/${o.orderId}`}>${o.orderId.slice(0, 8)}</a>, ` : null}waiting
-    ${formatSeconds(o.ageSeconds)}
+    ${o.orderId ? html`<a href=${`#/orders/${o.orderId}`}>${o.orderId.slice(0, 8)}</a>` : null}
+    ${`${o.orderId ? ', ' : ''}waiting ${formatSeconds(o.ageSeconds)}`}
   </span>`;
 }
 
