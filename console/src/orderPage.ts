@@ -4,6 +4,7 @@ import { feed } from './live.js';
 import { Confirm, ErrorNote, formatTime, html, StateBadge } from './ui.js';
 import { WaitingPanel } from './waiting.js';
 import { LegalHoldPanel } from './legalHold.js';
+import { ArchivedOrder, isArchived } from './archivedOrder.js';
 
 type Action = 'resubmit' | 'cancel' | 'retry';
 
@@ -125,6 +126,16 @@ export function OrderPage({ orderId }: { orderId: string }) {
       setOutcome(`${actions[action].label} failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   };
+
+  // A purged order answers its archive document: read-only, with its archived history.
+  if (isArchived(order)) {
+    return html`<section aria-labelledby="order-title">
+      <h1 id="order-title">Order <code>${orderId}</code></h1>
+      <${ArchivedOrder} view=${order}>
+        <${Timeline} entries=${order.history as unknown as HistoryEntry[]} />
+      </${ArchivedOrder}>
+    </section>`;
+  }
 
   return html`<section aria-labelledby="order-title">
     <h1 id="order-title">Order <code>${orderId}</code></h1>

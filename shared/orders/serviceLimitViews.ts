@@ -19,12 +19,10 @@ const slots = z.number().int().nonnegative().nullable();
 
 export const serviceLimitSchema = z.strictObject({
   service: z.string().meta({ description: "The Agent's name, which is its service's name." }),
-  limits: z
-    .strictObject({ maxCallsPerSecond: perSecond, maxConcurrentCalls: slots })
-    .meta({
-      description:
-        'In force across all instances together (declared, or overridden by settings); null: no limit.',
-    }),
+  limits: z.strictObject({ maxCallsPerSecond: perSecond, maxConcurrentCalls: slots }).meta({
+    description:
+      'In force across all instances together (declared, or overridden by settings); null: no limit.',
+  }),
   rateInForce: perSecond.meta({
     description:
       'Calls/s every instance together may start now: the limit times the adaptive factor, 0 while paused; null without a rate limit.',
