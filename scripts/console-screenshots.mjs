@@ -1,4 +1,5 @@
-// Takes the screenshots in docs/operations.md: the console's dashboard and an order page, in
+// Takes the screenshots in docs/operations.md: the console's dashboard, an order page, the service
+// limits and retention screens, in
 // Chromium (/usr/bin/chromium, or CHROMIUM_PATH), against the local stack on random ports with
 // a few orders of each kind of fault. Run after `npm run build`: npm run console:screenshots
 import { mkdirSync } from 'node:fs';
@@ -13,7 +14,11 @@ const { orderApiClient, sampleOrder, waitForTerminal } = require('../dist/local/
 
 const out = 'docs/images';
 mkdirSync(out, { recursive: true });
-const stack = await startStack({ ports: randomPorts, settings: demoStackSettings });
+// Payment limited, so the service-limits screen has a limit to show.
+const stack = await startStack({
+  ports: randomPorts,
+  settings: { ...demoStackSettings, PAYMENT_MAX_CALLS_PER_SECOND: '5', PAYMENT_MAX_CONCURRENT_CALLS: '2' },
+});
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
   headless: true,
@@ -52,7 +57,21 @@ try {
   await page.goto(`${stack.baseUrl}/console#/orders/${shown.orderId}`);
   await page.locator('#timeline li').first().waitFor();
   await page.screenshot({ path: `${out}/console-order.png`, fullPage: true });
-  console.log(`wrote ${out}/console-dashboard.png and ${out}/console-order.png (order ${shown.orderId})`);
+
+  await page.goto(`${stack.baseUrl}/console#/services`);
+  await page.locator('#service-limits').waitFor();
+  await page.screenshot({ path: `${out}/console-service-limits.png`, fullPage: true });
+  // One order under a legal hold, so the retention screen lists one.
+  await fetch(`${stack.baseUrl}/orders/${submitted[0].orderId}/hold?reason=audit%202026`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${stack.operatorKey}` },
+  });
+  await page.goto(`${stack.baseUrl}/console#/retention`);
+  await page.locator('#held-orders').waitFor();
+  await page.screenshot({ path: `${out}/console-retention.png`, fullPage: true });
+  console.log(
+    `wrote ${out}/console-dashboard.png, console-order.png (order ${shown.orderId}), console-service-limits.png and console-retention.png`,
+  );
 } finally {
   await browser.close();
   await stack.stop();

@@ -245,3 +245,61 @@ export interface DeadLetter {
 export interface DeadLetterResults {
   results: Array<{ sequenceNumber: string; status: string; newMessageId?: string; orderId?: string }>;
 }
+
+export interface ServiceLimit {
+  service: string;
+  limits: { maxCallsPerSecond: number | null; maxConcurrentCalls: number | null };
+  rateInForce: number | null;
+  rateFactor: number;
+  currentRate: number;
+  granted: { rate: number | null; concurrency: number | null };
+  instances: number;
+  waiting: number;
+  oldestWaiting: { orderId?: string; since: string; ageSeconds: number } | null;
+  pauses: number;
+  pausedUntil: string | null;
+  lastRefusalAt: string | null;
+  outage: {
+    open: boolean;
+    consecutiveFailures: number;
+    outages: number;
+    lastStatus: number | null;
+    since: string | null;
+  };
+}
+
+export interface ServiceLimits {
+  services: ServiceLimit[];
+  leaseSeconds: number;
+  asOf: string;
+}
+
+export interface RetentionReadout {
+  orderRetentionDays: number;
+  idempotencyRetentionDays: number;
+  archive: boolean;
+  oldestRetained: { orderId: string; processState: ProcessState; since: string } | null;
+  pastRetentionWaiting: number;
+  waitingCapped: boolean;
+  lastPurge: { lastRunAt?: string; lastPurged?: number; lastPurgedAt?: string; lastError?: string };
+  held: Array<{ orderId: string; heldBy: string; heldAt: string; reason?: string }>;
+}
+
+export interface HoldView {
+  orderId: string;
+  held: boolean;
+  heldBy?: string;
+  heldAt?: string;
+  reason?: string;
+}
+
+/** A purged order as GET console/orders/{id} answers it: its archive document. */
+export interface ArchivedOrderView {
+  orderId: string;
+  archived: true;
+  purgedAt: string;
+  archive: string;
+  order: Record<string, unknown>;
+  state: Record<string, unknown>;
+  history: Array<Record<string, unknown>>;
+}

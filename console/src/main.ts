@@ -9,6 +9,8 @@ import { DeadLetters } from './deadLetters.js';
 import { feed, type LiveStatus } from './live.js';
 import { OrderList } from './orderList.js';
 import { OrderPage } from './orderPage.js';
+import { RetentionScreen } from './retention.js';
+import { ServiceLimitsScreen } from './serviceLimits.js';
 import { SignIn } from './signIn.js';
 import { html } from './ui.js';
 
@@ -25,6 +27,8 @@ function Screen({ path, query }: { path: string; query: URLSearchParams }) {
   if (path === '/orders') return html`<${OrderList} query=${query} />`;
   if (path === '/bulk') return html`<${Bulk} />`;
   if (path === '/deadletters') return html`<${DeadLetters} query=${query} />`;
+  if (path === '/services') return html`<${ServiceLimitsScreen} />`;
+  if (path === '/retention') return html`<${RetentionScreen} />`;
   return html`<${Dashboard} />`;
 }
 
@@ -33,6 +37,8 @@ const nav = [
   ['/orders', 'Orders'],
   ['/bulk', 'Bulk actions'],
   ['/deadletters', 'Dead letters'],
+  ['/services', 'Service limits'],
+  ['/retention', 'Retention'],
 ] as const;
 
 function Console({ onSignOut }: { onSignOut?: () => void }) {

@@ -3,6 +3,8 @@ import { get, request, type Change, type HistoryEntry, type HistoryPage, type Or
 import { feed } from './live.js';
 import { Confirm, ErrorNote, formatTime, html, StateBadge } from './ui.js';
 import { WaitingPanel } from './waiting.js';
+import { LegalHoldPanel } from './legalHold.js';
+import { ArchivedOrder, isArchived } from './archivedOrder.js';
 
 type Action = 'resubmit' | 'cancel' | 'retry';
 
@@ -125,6 +127,16 @@ export function OrderPage({ orderId }: { orderId: string }) {
     }
   };
 
+  // A purged order answers its archive document: read-only, with its archived history.
+  if (isArchived(order)) {
+    return html`<section aria-labelledby="order-title">
+      <h1 id="order-title">Order <code>${orderId}</code></h1>
+      <${ArchivedOrder} view=${order}>
+        <${Timeline} entries=${order.history as unknown as HistoryEntry[]} />
+      </${ArchivedOrder}>
+    </section>`;
+  }
+
   return html`<section aria-labelledby="order-title">
     <h1 id="order-title">Order <code>${orderId}</code></h1>
     <${ErrorNote} error=${error} />
@@ -174,6 +186,7 @@ export function OrderPage({ orderId }: { orderId: string }) {
             </div>
             <p id="action-outcome" role="status">${outcome}</p>
             <${WaitingPanel} order=${order} onDone=${load} />
+            ${history ? html`<${LegalHoldPanel} orderId=${orderId} history=${history} onDone=${load} />` : null}
             <h2>Steps</h2>
             <table id="steps">
               <thead>

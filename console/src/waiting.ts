@@ -13,7 +13,8 @@ export function WaitingPanel({ order, onDone }: { order: OrderView; onDone: () =
     order.processState === 'Processing'
       ? order.steps.find((s) => s.status === 'Running' && s.waitingSince)
       : undefined;
-  if (!step) return null;
+  // The decision's answer outlives the wait it ended: the page re-reads the order right after it.
+  if (!step) return outcome ? html`<p id="approval-outcome" role="status">Approval ${outcome}</p>` : null;
   // An approval waits from its dispatch and has no service reference.
   const approval = !step.reference && step.startedAt === step.waitingSince;
   const decide = async (decision: 'approve' | 'refuse') => {
@@ -25,19 +26,17 @@ export function WaitingPanel({ order, onDone }: { order: OrderView; onDone: () =
       setOutcome(
         status === 202
           ? `${decision}d: the order is ${body.processState}.`
-          : `refused (${status}): ${body.detail ?? ''}`,
+          : `not recorded, refused (${status}): ${body.detail ?? ''}`,
       );
       onDone();
     } catch (e) {
-      setOutcome(`failed: ${e instanceof Error ? e.message : String(e)}`);
+      setOutcome(`not recorded, failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   };
   return html`<section id="waiting" aria-labelledby="waiting-title" class="waiting">
     <h2 id="waiting-title">Waiting: ${step.name}</h2>
     <p>
-      ${approval ? 'For an operator to approve or refuse' : 'For the service to call back'} since
-      ${formatTime(step.waitingSince)}; complete-by
-      ${formatTime(step.completeBy)}${
+      ${`${approval ? 'For an operator to approve or refuse' : 'For the service to call back'} since ${formatTime(step.waitingSince)}; complete-by ${formatTime(step.completeBy)}`}${
         step.reference ? html`; reference <code>${step.reference}</code>` : null
       }.
     </p>
@@ -58,6 +57,6 @@ export function WaitingPanel({ order, onDone }: { order: OrderView; onDone: () =
           </form>`
         : null
     }
-    <p id="approval-outcome" role="status">${outcome}</p>
+    <p id="approval-outcome" role="status">${outcome ? `Approval ${outcome}` : ''}</p>
   </section>`;
 }

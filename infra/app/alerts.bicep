@@ -9,6 +9,8 @@
 //  - the oldest in-flight order is older than the bound the retry settings allow;
 //  - the share of orders ending in Error is above a threshold;
 //  - a remote service fails operationally (timeouts, 5xx, no answer) at outage rate;
+//  - a request has waited for a call slot of a limited remote service longer than a bound (the
+//    service's limit is too low for the load, or it keeps answering 429);
 //  - the operator alert's error log line was written (its second channel: it fires for every new
 //    give-up even while the queue rule is still firing for an earlier one);
 //  - the Supervisor's gauges stopped arriving, so the rules above that read them would be blind.
@@ -38,6 +40,10 @@ param errorRateMinimumErrors int = 3
 @description('Operational failures at one remote service within 5 minutes that raise the service-outage rule (the app setting SERVICE_OUTAGE_ALERT_THRESHOLD).')
 @minValue(1)
 param serviceOutageThreshold int
+
+@description('Seconds a request may wait for a call slot of a limited remote service (its global call budget) before the call-wait rule fires. Waiting spends no failure budget, so only this rule tells that a limit is too low for the load.')
+@minValue(1)
+param callWaitAlertSeconds int = 600
 
 resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
   name: serviceBusNamespaceName
@@ -280,6 +286,56 @@ resource serviceOutage 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
           ]
           operator: 'GreaterThanOrEqual'
           threshold: serviceOutageThreshold
+          failingPeriods: {
+            numberOfEvaluationPeriods: 1
+            minFailingPeriodsToAlert: 1
+          }
+        }
+      ]
+    }
+    actions: {
+      actionGroups: [actionGroup.id]
+    }
+  }
+}
+
+resource callWaitTooLong 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
+  name: '${alertNamePrefix}-call-wait'
+  location: location
+  tags: tags
+  kind: 'LogAlert'
+  properties: {
+    displayName: 'Requests waiting long for a remote service'
+    description: 'A request has waited more than ${callWaitAlertSeconds} s for a call slot of a limited remote service: its limit is too low for the load, or it keeps answering 429/503. The alert names the service; the console\'s Service limits screen shows the oldest waiting order. See docs/operations.md, "Service limits (screen)".'
+    severity: 2
+    enabled: true
+    scopes: [applicationInsights.id]
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT10M'
+    autoMitigate: true
+    criteria: {
+      allOf: [
+        {
+          query: join(
+            [
+              'customMetrics'
+              '| where name == "remote.oldest_waiting_age"'
+              '| extend service = tostring(customDimensions["service"])'
+              '| project timestamp, service, waitSeconds = value'
+            ],
+            '\n'
+          )
+          timeAggregation: 'Maximum'
+          metricMeasureColumn: 'waitSeconds'
+          dimensions: [
+            {
+              name: 'service'
+              operator: 'Include'
+              values: ['*']
+            }
+          ]
+          operator: 'GreaterThan'
+          threshold: callWaitAlertSeconds
           failingPeriods: {
             numberOfEvaluationPeriods: 1
             minFailingPeriodsToAlert: 1

@@ -31,6 +31,7 @@ import {
   orderCountsSchema,
 } from '../orders/operatorViews.js';
 import { archivedOrderViewSchema, holdViewSchema, retentionReadoutSchema } from '../orders/retentionViews.js';
+import { serviceLimitSchema, serviceLimitsSchema } from '../orders/serviceLimitViews.js';
 import { consoleAssets } from './consoleApi.js';
 import {
   approvalBodySchema,
@@ -97,6 +98,8 @@ const responseSchemas = {
   ArchivedOrderView: archivedOrderViewSchema,
   HoldView: holdViewSchema,
   RetentionReadout: retentionReadoutSchema,
+  ServiceLimits: serviceLimitsSchema,
+  ServiceLimit: serviceLimitSchema,
   StepView: stepViewSchema,
   OrderListPage: orderListPageSchema,
   OrderSummary: orderSummarySchema,
@@ -498,6 +501,22 @@ function operations(): Record<string, Record<string, OperationObject>> {
         },
       },
     },
+    '/services/limits': {
+      get: {
+        operationId: 'getServiceLimits',
+        tags: ['operator'],
+        security: operatorSecurity,
+        summary: "The remote services' call limits",
+        description:
+          'Per remote service: the global limits in force, the rate allowed now, the calls started, the requests waiting for a call slot and the oldest of them, the pauses on 429/503, and the outage tracking. Two point reads per service (its lease row and its health row).',
+        parameters: [param('ServiceName')],
+        responses: {
+          '200': json('ServiceLimits', 'The readout.', ['Cache-Control']),
+          '400': problem('No Agent calls a service of that name.'),
+          ...operatorResponses,
+        },
+      },
+    },
     '/orders/counts': {
       get: {
         operationId: 'getOrderCounts',
@@ -842,6 +861,13 @@ function parameters(): JsonSchema {
       in: 'query',
       required: false,
       description: 'Recorded with the cancellation (the first 200 characters).',
+      schema: inline(z.string()),
+    },
+    ServiceName: {
+      name: 'service',
+      in: 'query',
+      required: false,
+      description: 'Only this service (an Agent name, such as `payment`); all of them without it.',
       schema: inline(z.string()),
     },
     HoldReason: {

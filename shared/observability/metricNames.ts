@@ -37,6 +37,18 @@ export const metricNames = {
   callbacksReceived: 'callbacks.received',
   /** Counter, attribute `reason`: callbacks refused (forged, expired, malformed, bad-body, too-large). */
   callbacksRefused: 'callbacks.refused',
+  /** Counter, attributes `service`, `reason` (paused, rate, concurrency, no-grant, share): requests sent back to wait for a call slot (callBudgetMetrics.ts). */
+  callWaits: 'remote.call_waits',
+  /** Counter, attribute `service`: pauses of a service's calls on its 429/503. */
+  callPauses: 'remote.call_pauses',
+  /** Gauge (calls/s), attribute `service`, per instance at each lease renewal: the rate it may start. */
+  callRate: 'remote.call_rate',
+  /** Gauge, attribute `service`, per instance: the calls it may have in flight. */
+  callConcurrency: 'remote.call_concurrency',
+  /** Gauge, attribute `service`, per instance: requests waiting for a call slot. */
+  callsWaiting: 'remote.calls_waiting',
+  /** Gauge (seconds), attribute `service`, per instance: how long the oldest of them has waited. */
+  oldestCallWaitAge: 'remote.oldest_waiting_age',
 } as const;
 
 export type MetricName = (typeof metricNames)[keyof typeof metricNames];

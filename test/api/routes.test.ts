@@ -35,6 +35,8 @@ describe('the API answers as its OpenAPI document says', () => {
         EXTENDED_BACKOFF_SECONDS: '60',
         // order@2: an approval step and payment by webhook, for the waiting-step routes.
         NEW_ORDER_WORKFLOW_VERSION: '2',
+        // A global call limit the service-limits readout must report (high enough to slow nothing).
+        PAYMENT_MAX_CALLS_PER_SECOND: '50',
       },
     });
     validator = await OpenApiValidator.served(stack.baseUrl);
@@ -135,8 +137,8 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.deepEqual(documentedOps, registered.sort());
     assert.equal(
       documentedOps.filter((k) => k.endsWith(' operator')).length,
-      18,
-      "list, counts, changes, history, resubmit, cancel, retry, approval, bulk, hold, release, retention, the four dead-letter routes, the console and the console's order are the operator operations",
+      19,
+      "list, counts, changes, history, resubmit, cancel, retry, approval, bulk, hold, release, retention, service limits, the four dead-letter routes, the console and the console's order are the operator operations",
     );
   });
 
@@ -161,6 +163,7 @@ describe('the API answers as its OpenAPI document says', () => {
       ['GET', '/orders/counts'],
       ['GET', '/orders/changes'],
       ['POST', '/orders/bulk/cancel'],
+      ['GET', '/services/limits'],
     ]) {
       const res = await call(method!, path!, { as: 'nobody' });
       assert.ok(operatorRefusal(res), `${method} ${path}: ${res.status} ${res.raw}`);
@@ -179,6 +182,7 @@ describe('the API answers as its OpenAPI document says', () => {
       ['GET', '/orders/counts'],
       ['GET', '/orders/changes'],
       ['POST', '/orders/bulk/cancel'],
+      ['GET', '/services/limits'],
     ]) {
       const withHeader = await call(method!, path!);
       assert.equal(withHeader.status, 403, `${method} ${path}: ${withHeader.raw}`);
@@ -606,6 +610,48 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal(archived.body.archived, true);
     assert.equal((archived.body.state as { processState: string }).processState, 'Processed');
     assert.equal((await call('GET', `/orders/${id}`)).status, 404, 'a client does not read the archive');
+  });
+
+  it('service limits: every Agent with its limits in force (settings override the declaration), one service, 400 for an unknown one', async () => {
+    type Service = {
+      service: string;
+      limits: { maxCallsPerSecond: number | null; maxConcurrentCalls: number | null };
+      rateInForce: number | null;
+      waiting: number;
+      pauses: number;
+      outage: { open: boolean };
+    };
+    const all = await operator('GET', '/services/limits');
+    assert.equal(all.status, 200, all.raw);
+    assert.equal(all.headers.get('cache-control'), 'no-store');
+    const services = all.body.services as Service[];
+    assert.deepEqual(
+      services.map((s) => s.service),
+      ['inventory', 'payment', 'shipping'],
+    );
+    const payment = services.find((s) => s.service === 'payment')!;
+    assert.deepEqual(payment.limits, { maxCallsPerSecond: 50, maxConcurrentCalls: null });
+    assert.ok(payment.rateInForce !== null && payment.rateInForce <= 50, JSON.stringify(payment));
+    const inventory = services.find((s) => s.service === 'inventory')!;
+    assert.deepEqual(inventory.limits, { maxCallsPerSecond: null, maxConcurrentCalls: null });
+    assert.equal(inventory.rateInForce, null);
+    assert.equal(all.body.leaseSeconds, 5);
+
+    const one = await operator('GET', '/services/limits?service=payment');
+    assert.equal(one.status, 200);
+    assert.deepEqual(
+      (one.body.services as Service[]).map((s) => s.service),
+      ['payment'],
+    );
+    for (const bad of ['nope', '', 'PAYMENT', 'x'.repeat(500)]) {
+      const res = await operator('GET', `/services/limits?service=${encodeURIComponent(bad)}`);
+      assert.equal(res.status, 400, `${bad.slice(0, 20)}: ${res.raw}`);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.match(String(res.body.detail), /the services are inventory, payment, shipping/);
+      assert.ok(String(res.body.detail).length < 300, 'the detail quotes at most 100 characters of the name');
+    }
+    assert.ok(operatorRefusal(await call('GET', '/services/limits', { as: 'nobody' })));
+    assert.equal((await call('GET', '/services/limits')).status, 403);
   });
 
   it('every documented status was answered at least once (but 500 and 503)', () => {

@@ -80,7 +80,7 @@ describe('the operator console in Chromium', () => {
     await signIn(page, stack.baseUrl, stack.operatorKey);
     assert.deepEqual(
       await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allInnerTexts(),
-      ['Dashboard', 'Orders', 'Bulk actions', 'Dead letters'],
+      ['Dashboard', 'Orders', 'Bulk actions', 'Dead letters', 'Service limits', 'Retention'],
     );
     // The page itself, for the operator: no data in it, scripts from this origin only.
     const direct = await fetch(`${stack.baseUrl}/console`, {

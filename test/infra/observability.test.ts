@@ -74,7 +74,7 @@ const queriesOf = (files: BicepFile[]) => {
   return alerts.map((a) => ({ where: `${a.file}:${a.symbol}`, query: a.query }));
 };
 
-test('the metric names are the fifteen the alerts and the workbook read, under the order-processing meter', () => {
+test('the metric names are the twenty-one the alerts and the workbook read, under the order-processing meter', () => {
   assert.deepEqual([...known].sort(), [
     'approvals.pending',
     'callbacks.received',
@@ -86,7 +86,13 @@ test('the metric names are the fifteen the alerts and the workbook read, under t
     'orders.oldest_in_flight_age',
     'orders.submitted',
     'orders.terminal',
+    'remote.call_concurrency',
+    'remote.call_pauses',
+    'remote.call_rate',
+    'remote.call_waits',
+    'remote.calls_waiting',
     'remote.failures',
+    'remote.oldest_waiting_age',
     'step.attempts',
     'step.duration',
     'step.timeouts',
@@ -100,11 +106,34 @@ test('the metric names are the fifteen the alerts and the workbook read, under t
   ]);
 });
 
+/** The names the app's sources give their instruments (`meter.createCounter('name', ...)`). */
+function instrumentNames(sources: SourceFile[]): string[] {
+  const pattern = /\.create(?:Counter|UpDownCounter|Histogram|Gauge|Observable\w+)\(\s*'([^']+)'/g;
+  return sources.flatMap((f) => [...f.text.matchAll(pattern)].map((m) => m[1]!));
+}
+
+test('every instrument the app creates is named in metricNames.ts, and every name there is created', () => {
+  const created = instrumentNames(appSources);
+  assert.ok(created.length >= known.length, `found ${created.length} instruments in the sources`);
+  assert.deepEqual([...new Set(created)].sort(), [...known].sort());
+  // An instrument added without its name: the check says which.
+  const extra = { path: 'shared/x.ts', text: "meter.createGauge('remote.new_gauge', {})" };
+  assert.ok(instrumentNames([...appSources, extra]).includes('remote.new_gauge'));
+  assert.ok(!(known as readonly string[]).includes('remote.new_gauge'));
+});
+
 test('log alerts are read from the Bicep with their KQL, and name only metrics the app emits', () => {
   const { alerts } = logAlerts([alertsFile]);
   assert.deepEqual(
     alerts.map((a) => a.symbol),
-    ['inFlightTooOld', 'errorRate', 'serviceOutage', 'operatorAlertLogged', 'gaugesSilent'],
+    [
+      'inFlightTooOld',
+      'errorRate',
+      'serviceOutage',
+      'callWaitTooLong',
+      'operatorAlertLogged',
+      'gaugesSilent',
+    ],
   );
   assert.match(alerts[0].query, /^customMetrics\n\| where name == "orders\.oldest_in_flight_age"\n/);
   const queries = queriesOf([alertsFile]);
@@ -116,6 +145,7 @@ test('log alerts are read from the Bicep with their KQL, and name only metrics t
     metricNames.ordersTerminal,
     metricNames.remoteFailures,
     metricNames.ordersInFlight,
+    metricNames.oldestCallWaitAge,
   ])
     assert.ok(watched.has(m), `an alert watches ${m}`);
 
@@ -143,7 +173,7 @@ test('log alerts are read from the Bicep with their KQL, and name only metrics t
 test('every alert rule pages the action group, and log alerts run against Application Insights', () => {
   assert.deepEqual(checkAlertsHaveActionGroup(bicepFiles), []);
   const { alerts } = logAlerts(bicepFiles);
-  assert.equal(alerts.length, 5);
+  assert.equal(alerts.length, 6);
   assert.deepEqual(checkLogAlertScopes(alerts), []);
 
   const check = (file: BicepFile) =>
