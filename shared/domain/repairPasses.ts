@@ -1,6 +1,7 @@
 /**
  * When the Supervisor repairs its indexes (StateStore.reconcilePage): an hourly pass reads every
- * state row, and a daily full pass also checks every order's state index entry. Whether a pass is
+ * state row until every row carries the state index's marker (then only the in-flight orders),
+ * and a daily full pass reads every state row and also checks every order's state index entry. Whether a pass is
  * due comes from when the last pass of its kind started, kept with the pass's cursor, never from
  * the minute a Supervisor run lands in: a schedule on odd minutes, a long run or a pass under way
  * cannot make one be skipped. Pure: the Supervisor reads and saves the record.
@@ -22,6 +23,18 @@ export interface RepairRecord {
   hourlyStartedAt?: Date;
   /** When the last full pass started (it does all an hourly pass does, too). */
   fullStartedAt?: Date;
+  /**
+   * Every state row carries the state index's marker (StateSince): the last pass that read every
+   * row found none without it. An hourly pass then reads only the in-flight orders.
+   */
+  backfilled?: boolean;
+  /** Rows without the marker the pass under way has read (absent: it reads no state rows). */
+  legacySeen?: number;
+}
+
+/** Where a pass starts: every state row, or (an hourly pass once backfilled) the in-flight orders. */
+export function passReads(pass: RepairPass, record: RepairRecord): 'every-row' | 'in-flight' {
+  return pass === 'hourly' && record.backfilled === true ? 'in-flight' : 'every-row';
 }
 
 /** Carry on the pass under way, start one (a new one replaces any under way), or nothing. */
@@ -79,13 +92,24 @@ export function decideRepair(
 
 /** The record once `pass` has started at `now`. */
 export function passStarted(record: RepairRecord, pass: RepairPass, now: Date): RepairRecord {
+  const { legacySeen: _last, ...rest } = record;
+  const counting = passReads(pass, record) === 'every-row' ? { legacySeen: 0 } : {};
   return pass === 'full'
-    ? { ...record, underWay: 'full', fullStartedAt: now }
-    : { ...record, underWay: 'hourly', hourlyStartedAt: now };
+    ? { ...rest, underWay: 'full', fullStartedAt: now, ...counting }
+    : { ...rest, underWay: 'hourly', hourlyStartedAt: now, ...counting };
 }
 
-/** The record once the pass under way has read the whole table. */
+/** The record after a page of the pass under way that read `legacy` rows without the marker. */
+export function passRead(record: RepairRecord, legacy: number): RepairRecord {
+  return record.legacySeen === undefined ? record : { ...record, legacySeen: record.legacySeen + legacy };
+}
+
+/**
+ * The record once the pass under way has read the whole table. A pass that read every row and
+ * found none without the marker ends the backfill; one that found some (a release before the
+ * state index still writing) starts it again.
+ */
 export function passEnded(record: RepairRecord): RepairRecord {
-  const { underWay: _ended, ...rest } = record;
-  return rest;
+  const { underWay: _ended, legacySeen, ...rest } = record;
+  return legacySeen === undefined ? rest : { ...rest, backfilled: legacySeen === 0 };
 }

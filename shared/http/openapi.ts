@@ -316,6 +316,9 @@ function operations(): Record<string, Record<string, OperationObject>> {
           },
           '400': problem('The order id is not a lower-case UUID, or the X-Client-Id is invalid.'),
           '404': problem("No order with this id is recorded for this caller (unknown, or another caller's)."),
+          '409': problem(
+            'For an operator, a purged order whose archive blob is in the archive tier (problem type `archive-offline`, `archive` names the blob): rehydrate it (hours), then ask again.',
+          ),
           ...clientResponses,
         },
       },
@@ -653,6 +656,9 @@ function operations(): Record<string, Record<string, OperationObject>> {
           },
           '400': badOrderId,
           '404': notFound,
+          '409': problem(
+            'A purged order whose archive blob is in the archive tier (problem type `archive-offline`, `archive` names the blob): rehydrate it (hours), then ask again.',
+          ),
           ...operatorResponses,
         },
       },

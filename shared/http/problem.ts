@@ -31,6 +31,7 @@ export const problemTypes = {
   busy: 'busy',
   overloaded: 'overloaded',
   purged: 'order-purged',
+  archiveOffline: 'archive-offline',
   internal: 'internal-error',
 } as const;
 

@@ -2,7 +2,7 @@ import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/fu
 import { isOrderId } from '../domain/orderId.js';
 import type { Dependencies } from '../app/ports.js';
 import { logger } from '../observability/logger.js';
-import { archiveContainer } from '../retention/archive.js';
+import { ArchiveOffline, archiveContainer } from '../retention/archive.js';
 import { requireOperator } from './operatorAuth.js';
 import { badOrderId, notFound } from './orderApi.js';
 import { problem, problemTypes } from './problem.js';
@@ -46,7 +46,13 @@ export async function purgedOrderView(
   if (!deps.retention || !requireOperator(request).ok) return undefined;
   const purged = await deps.retention.purged(orderId);
   if (!purged) return undefined;
-  const document = await deps.retention.archived(purged);
+  let document;
+  try {
+    document = await deps.retention.archived(purged);
+  } catch (e) {
+    if (e instanceof ArchiveOffline) return archiveOffline(e);
+    throw e;
+  }
   if (!document) {
     return problem(
       410,
@@ -68,6 +74,23 @@ export async function purgedOrderView(
       history: document.history,
     },
   };
+}
+
+/** 409: the archive blob must be rehydrated (an operator's action, hours) before it can be read. */
+function archiveOffline(e: ArchiveOffline): HttpResponseInit {
+  const archive = `${archiveContainer}/${e.blobName}`;
+  return problem(
+    409,
+    problemTypes.archiveOffline,
+    'Archive offline',
+    `The order's archive blob ${archive} is in the archive tier and cannot be read until it is rehydrated ` +
+      (e.rehydration
+        ? `(rehydration under way: ${e.rehydration}; it takes up to 15 hours). `
+        : `(up to 15 hours): az storage blob set-tier --container-name ${archiveContainer} --name ${e.blobName} ` +
+          '--tier Cool --rehydrate-priority Standard --account-name <archive account> --auth-mode login. ') +
+      'Then ask again.',
+    { archive, ...(e.rehydration ? { rehydration: e.rehydration } : {}) },
+  );
 }
 
 function holdBody(orderId: string, h: { heldBy: string; heldAt: Date; reason?: string } | null) {

@@ -23,6 +23,21 @@ export interface ArchiveEntry {
   document: ArchivedOrder;
 }
 
+/**
+ * The blob is in the archive tier (the lifecycle rule moves it there): it cannot be read until it
+ * is rehydrated to an online tier, which takes hours.
+ */
+export class ArchiveOffline extends Error {
+  constructor(
+    readonly blobName: string,
+    /** Azure's rehydration state (`rehydrate-pending-to-cool`, ...), absent when none was asked for. */
+    readonly rehydration?: string,
+  ) {
+    super(`archive blob ${blobName} is in the archive tier`);
+    this.name = 'ArchiveOffline';
+  }
+}
+
 /** Every block of a blob needs an id of one length: the order id (a 36-character UUID) is one. */
 const blockIdOf = (orderId: string): string => Buffer.from(orderId, 'utf8').toString('base64');
 
@@ -98,10 +113,18 @@ export class OrderArchive {
   /** Every document of a blob (an operator's read or a test's count). */
   async readBlob(blobName: string): Promise<ArchivedOrder[]> {
     let body: Buffer;
+    const blob = this.container.getBlockBlobClient(blobName);
     try {
-      body = await this.container.getBlockBlobClient(blobName).downloadToBuffer();
+      body = await blob.downloadToBuffer();
     } catch (e) {
       if (httpStatusOf(e) === 404) return [];
+      if ((e as { code?: string }).code === 'BlobArchived') {
+        const status = await blob.getProperties().then(
+          (p) => p.archiveStatus,
+          () => undefined,
+        );
+        throw new ArchiveOffline(blobName, status);
+      }
       throw e;
     }
     if (body.length === 0) return [];

@@ -6,7 +6,7 @@ import { purgeableStates, retentionCutoff, sliceSize, type RetentionPolicy } fro
 import { ensureTable, tableClient } from '../stateStore/clients.js';
 import { httpStatusOf } from '../stateStore/errors.js';
 import { mergedRange } from '../stateStore/mergedRange.js';
-import { orderRowKey } from '../stateStore/rows.js';
+import { orderRowKey, stateRowKey } from '../stateStore/rows.js';
 import { rowToIndexed } from '../stateStore/stateIndex.js';
 import type { StateStore } from '../stateStore/stateStore.js';
 import { OrderArchive, type ArchivedOrder } from './archive.js';
@@ -34,6 +34,16 @@ export interface RetentionReadout {
   waitingCapped: boolean;
   lastPurge: PurgeStatus;
   held: { orderId: string; heldBy: string; heldAt: string; reason?: string }[];
+}
+
+function tombstoneOf(orderId: string, row: Record<string, unknown>): PurgedOrder {
+  const at = row.PurgedAt instanceof Date ? row.PurgedAt : new Date(String(row.PurgedAt));
+  return {
+    orderId,
+    purgedAt: at,
+    ...(typeof row.ArchiveBlob === 'string' ? { archiveBlob: row.ArchiveBlob } : {}),
+    ...(typeof row.CallerScope === 'string' ? { callerScope: row.CallerScope } : {}),
+  };
 }
 
 /** When the last slice found nothing to do, the next looks again after this long (per process). */
@@ -114,20 +124,46 @@ export class Retention {
     }
   }
 
-  /** The tombstone of a purged order, or null (a live order, or none at all). */
+  /**
+   * The tombstone of a purged order, or null (a live order, or none at all). An order between its
+   * purge's fence and its tombstone (state row gone, `order` row not yet replaced, the marker
+   * there) is purged already: the marker names its archive. Read in this order (order row, marker,
+   * order row again) so a purge finishing meanwhile is seen by its tombstone.
+   */
   async purged(orderId: string): Promise<PurgedOrder | null> {
-    try {
-      const row = await this.store.orders.getEntity<Record<string, unknown>>(orderId, orderRowKey);
-      if (row.Tombstone !== true) return null;
-      const at = row.PurgedAt instanceof Date ? row.PurgedAt : new Date(String(row.PurgedAt));
+    const first = await this.orderRow(orderId);
+    if (first === null) return null;
+    if (first.Tombstone === true) return tombstoneOf(orderId, first);
+    const marker = await this.table.marker(orderId);
+    if (marker) {
+      // Before the fence the order still lives (its purge may yet be undone).
+      if (await this.hasStateRow(orderId)) return null;
       return {
         orderId,
-        purgedAt: at,
-        ...(typeof row.ArchiveBlob === 'string' ? { archiveBlob: row.ArchiveBlob } : {}),
-        ...(typeof row.CallerScope === 'string' ? { callerScope: row.CallerScope } : {}),
+        purgedAt: marker.since,
+        ...(marker.blobName !== undefined ? { archiveBlob: marker.blobName } : {}),
+        ...(typeof first.CallerScope === 'string' ? { callerScope: first.CallerScope } : {}),
       };
+    }
+    const again = await this.orderRow(orderId);
+    return again?.Tombstone === true ? tombstoneOf(orderId, again) : null;
+  }
+
+  private async orderRow(orderId: string): Promise<Record<string, unknown> | null> {
+    try {
+      return await this.store.orders.getEntity<Record<string, unknown>>(orderId, orderRowKey);
     } catch (e) {
       if (httpStatusOf(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  private async hasStateRow(orderId: string): Promise<boolean> {
+    try {
+      await this.store.orders.getEntity(orderId, stateRowKey, { queryOptions: { select: ['PartitionKey'] } });
+      return true;
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return false;
       throw e;
     }
   }

@@ -69,6 +69,21 @@ export class RetentionTable {
     return out;
   }
 
+  /** The marker of the order's purge under way (a point read), or null. */
+  async marker(orderId: string): Promise<{ since: Date; blobName?: string } | null> {
+    try {
+      const r = await this.table.getEntity<Record<string, unknown>>(markerPartition, orderId);
+      const at = r.timestamp;
+      return {
+        since: typeof at === 'string' ? new Date(at) : new Date(),
+        ...(typeof r.BlobName === 'string' ? { blobName: r.BlobName } : {}),
+      };
+    } catch (e) {
+      ignore404(e);
+      return null;
+    }
+  }
+
   async deleteMarker(orderId: string): Promise<void> {
     await this.table.deleteEntity(markerPartition, orderId).catch(ignore404);
   }

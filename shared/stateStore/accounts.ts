@@ -11,6 +11,7 @@ import type { InFlightIndex, ReconcileCursor, SweepResult } from './inFlightInde
 import { mergedToken, resumeFrom } from './mergedRange.js';
 import { StoreMetrics } from './metrics.js';
 import { orderRowKey } from './rows.js';
+import { firstLiveStage } from './liveRepair.js';
 import { indexRowKeys, type IndexFilter } from './stateIndex.js';
 import {
   StateStore,
@@ -222,7 +223,8 @@ export class StateStoreAccounts {
     if (progress.next) {
       progress.next = { ...progress.next, token: `a${account}:${progress.next.token ?? ''}` };
     } else if (account + 1 < this.stores.length) {
-      progress.next = { stage: 'orders', token: `a${account + 1}:`, ...(cursor.full ? { full: true } : {}) };
+      const stage = cursor.stage.startsWith('live:') ? firstLiveStage : 'orders';
+      progress.next = { stage, token: `a${account + 1}:`, ...(cursor.full ? { full: true } : {}) };
     }
     return progress;
   }

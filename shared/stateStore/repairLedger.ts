@@ -5,7 +5,8 @@ import type { ProcessState } from '../domain/state.js';
 
 /** Where a reconcile pass is (StateStore.reconcilePage); `full` also checks the state index. */
 export interface ReconcileCursor {
-  stage: 'orders' | `entries:${ProcessState}`;
+  /** `live:*`: an hourly pass once backfilled, over the in-flight states' index entries (liveRepair.ts). */
+  stage: 'orders' | `entries:${ProcessState}` | `live:${ProcessState}`;
   token?: string;
   full?: boolean;
 }
@@ -29,6 +30,8 @@ type LedgerRow = {
   Idle?: boolean;
   HourlyStartedAt?: Date;
   FullStartedAt?: Date;
+  Backfilled?: boolean;
+  LegacySeen?: number;
   etag?: string;
 };
 
@@ -52,6 +55,8 @@ export class RepairLedger {
     const times: RepairRecord = {
       ...(row.HourlyStartedAt instanceof Date ? { hourlyStartedAt: row.HourlyStartedAt } : {}),
       ...(row.FullStartedAt instanceof Date ? { fullStartedAt: row.FullStartedAt } : {}),
+      ...(row.Backfilled === true ? { backfilled: true } : {}),
+      ...(typeof row.LegacySeen === 'number' ? { legacySeen: row.LegacySeen } : {}),
     };
     if (row.Idle === true) return { cursor: null, record: times, etag: row.etag };
     const full = row.Full === true;
@@ -80,6 +85,8 @@ export class RepairLedger {
       Idle: cursor === null,
       ...(record.hourlyStartedAt ? { HourlyStartedAt: record.hourlyStartedAt } : {}),
       ...(record.fullStartedAt ? { FullStartedAt: record.fullStartedAt } : {}),
+      Backfilled: record.backfilled === true,
+      ...(record.legacySeen !== undefined ? { LegacySeen: record.legacySeen } : {}),
     };
     try {
       if (etag === undefined) await this.table.createEntity(entity);

@@ -22,6 +22,7 @@ import {
   type HistoryEntry,
 } from './historyRows.js';
 import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
+import { liveRepairPage } from './liveRepair.js';
 import { StoreMetrics } from './metrics.js';
 import { defaultIndexPartitions, IndexLayout } from './indexLayout.js';
 import { StateIndex, type IndexedOrder, type IndexFilter } from './stateIndex.js';
@@ -107,6 +108,8 @@ export interface ReconcileProgress {
   relocated: number;
   /** Older layouts (partition counts) no longer read: the pass emptied them. */
   retiredLayouts?: number[];
+  /** State rows read without the state index's marker (StateSince): the backfill is not done. */
+  legacy?: number;
   next: ReconcileCursor | null;
 }
 
@@ -526,6 +529,9 @@ export class StateStore {
       relocated: 0,
       next: null,
     };
+    if (cursor.stage.startsWith('live:')) {
+      return { ...progress, ...(await liveRepairPage(this.stateIndex, this.index, cursor, pageSize)) };
+    }
     if (cursor.stage === 'orders') {
       const pages = this.orders
         .listEntities<Record<string, unknown>>({
@@ -548,6 +554,7 @@ export class StateStore {
       const rows = done || !value ? [] : (value as unknown as Row[]);
       this.metrics.entitiesRead += rows.length;
       progress.scanned = rows.length;
+      progress.legacy = rows.filter((r) => sinceOf(r) === undefined).length;
       progress.recreated = await this.index.recreateMissing(rows);
       for (const row of rows) {
         if (await this.reindex(row, cursor.full === true)) progress.reindexed += 1;

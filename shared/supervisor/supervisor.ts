@@ -5,6 +5,8 @@ import {
   outstandingRequest,
   outstandingStep,
   passEnded,
+  passRead,
+  passReads,
   passStarted,
   type QueueView,
   type RepairPass,
@@ -19,6 +21,7 @@ import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
 import type { ReconcileCursor } from '../stateStore/inFlightIndex.js';
 import { inFlightSummary, sweepEveryAccount } from '../stateStore/accounts.js';
+import { firstLiveStage } from '../stateStore/liveRepair.js';
 import type { PurgeReport } from '../retention/purge.js';
 import { retentionSlice } from '../retention/supervisorHook.js';
 import { logger, type Logger } from '../observability/logger.js';
@@ -101,7 +104,10 @@ async function reconcileSlice(
   if (decision !== 'continue') {
     if (record.underWay) log.warn('a full repair pass replaces the hourly pass under way', {});
     else log.info('repair pass started', { pass: decision.start });
-    cursor = { stage: 'orders', ...(decision.start === 'full' ? { full: true } : {}) };
+    cursor =
+      passReads(decision.start, record) === 'in-flight'
+        ? { stage: firstLiveStage }
+        : { stage: 'orders', ...(decision.start === 'full' ? { full: true } : {}) };
     next = passStarted(record, decision.start, now);
   }
   const pageSize = options.reconcilePageSize ?? reconcileDefaults.pageSize;
@@ -119,6 +125,7 @@ async function reconcileSlice(
     done.reconciled += result.recreated;
     done.reindexed += result.reindexed;
     done.unlisted += result.unlisted;
+    next = passRead(next, result.legacy ?? 0);
     cursor = result.next;
   }
   const after = cursor ? next : passEnded(next);

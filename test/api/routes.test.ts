@@ -610,6 +610,21 @@ describe('the API answers as its OpenAPI document says', () => {
     assert.equal(archived.body.archived, true);
     assert.equal((archived.body.state as { processState: string }).processState, 'Processed');
     assert.equal((await call('GET', `/orders/${id}`)).status, 404, 'a client does not read the archive');
+    // The lifecycle rule's archive tier: unreadable until rehydrated (409 archive-offline).
+    const blob = retention.archive!.container.getBlockBlobClient(
+      String(again.body.archive).slice('order-archive/'.length),
+    );
+    await blob.setAccessTier('Archive');
+    for (const path of [`/orders/${id}`, `/console/orders/${id}`]) {
+      // The client route passes the host's key check first: an operator who also holds the key.
+      const offline = await call('GET', path, {
+        as: 'operator',
+        headers: path.startsWith('/orders') ? { 'x-functions-key': stack.functionKey } : {},
+      });
+      assert.equal(offline.status, 409, offline.raw);
+      assert.match(String(offline.body.type), /archive-offline$/);
+    }
+    await blob.setAccessTier('Cool', { rehydratePriority: 'Standard' });
   });
 
   it('service limits: every Agent with its limits in force (settings override the declaration), one service, 400 for an unknown one', async () => {

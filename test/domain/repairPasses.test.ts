@@ -6,6 +6,8 @@ import {
   defaultRepairSchedule,
   latestFullBoundary,
   passEnded,
+  passRead,
+  passReads,
   passStarted,
   type RepairPass,
   type RepairRecord,
@@ -137,4 +139,25 @@ test('no pass is started twice for one boundary: one hourly start per hour, one 
     }),
     { numRuns: 2000 },
   );
+});
+
+test('the backfill: passes read every row until one that did found none without the marker; then hourly passes read the in-flight orders only', () => {
+  const now = t('2030-01-02T05:00:10Z');
+  assert.equal(passReads('hourly', {}), 'every-row');
+  assert.equal(passReads('full', { backfilled: true }), 'every-row', 'the full pass always reads every row');
+  assert.equal(passReads('hourly', { backfilled: true }), 'in-flight');
+  // A pass that saw a row without the marker: not backfilled yet.
+  let r = passRead(passStarted({}, 'hourly', now), 2);
+  r = passEnded(passRead(r, 0));
+  assert.equal(r.backfilled, false);
+  assert.equal(r.legacySeen, undefined, 'the count belongs to the pass under way');
+  // The next one sees none: done.
+  r = passEnded(passRead(passStarted(r, 'hourly', now), 0));
+  assert.equal(r.backfilled, true);
+  // An in-flight pass counts nothing and leaves the flag as it was.
+  const live = passStarted(r, 'hourly', now);
+  assert.equal(live.legacySeen, undefined);
+  assert.equal(passEnded(passRead(live, 5)).backfilled, true);
+  // A full pass that finds one again starts the backfill again.
+  assert.equal(passEnded(passRead(passStarted(r, 'full', now), 1)).backfilled, false);
 });
