@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FaultSettings } from '../local/remoteServices/index.js';
+import type { WebhookRecord } from '../local/remoteServices/webhooks.js';
 import { mintToken, type SigningKey } from '../shared/callbacks/token.js';
 import { parseSigningKeys } from '../shared/config/waitingSettings.js';
 import { crashHost, repoRoot, sleep, submitOrder, type ChaosContext } from './harness.js';
@@ -41,7 +42,7 @@ function claimsOf(url: string): Claims | undefined {
 
 /** The payment service's callbacks, by order. */
 function callbacksByOrder(ctx: ChaosContext) {
-  const by = new Map<string, Array<{ url: string; outcome: string; statuses: number[]; claims: Claims }>>();
+  const by = new Map<string, Array<WebhookRecord & { claims: Claims }>>();
   for (const w of ctx.stack.remote.payment.webhooks()) {
     const claims = claimsOf(w.url);
     if (!claims) continue;
@@ -258,37 +259,60 @@ export const waitingScenarios: Scenario[] = [
       faulted({ callbackDelayMs: 400 })(ctx);
       const submitting = submitAll(ctx, n, 40);
       let kills = 0;
+      let aimed = 0;
       for (const at of [1500, 1500, 1200, 1800, 1500, 1500]) {
         await sleep(at);
+        // Aimed at a callback the host is handling (its POST sent, not answered), within 3 s.
+        if (await callbackInFlight(ctx, 3000)) aimed += 1;
         await crashHost(ctx, 200);
         kills += 1;
       }
       await submitting;
-      return `${kills} SIGKILLs`;
+      return `${kills} SIGKILLs, ${aimed} while a callback was in flight`;
     },
     async check(ctx) {
       const { violations, retried } = await everyOrderProcessed(ctx);
+      // Cut: the host took the POST and died before answering (reset, not refused); refused: it was down.
       let cut = 0;
+      let refused = 0;
       let thenApplied = 0;
       let thenDuplicate = 0;
       for (const sent of callbacksByOrder(ctx).values()) {
         for (const w of sent) {
-          const reset = w.statuses.findIndex((s) => s === 0 || s >= 500);
-          if (reset < 0) continue;
+          const errors = w.errors ?? [];
+          refused += errors.filter((e) => e === 'ECONNREFUSED').length;
+          if (!errors.some((e) => e !== 'ECONNREFUSED')) continue;
           cut += 1;
-          const after = w.statuses.slice(reset + 1);
-          if (after.includes(202)) thenApplied += 1;
-          if (after.includes(200)) thenDuplicate += 1;
+          const last = w.statuses.at(-1);
+          if (last === 202) thenApplied += 1;
+          else if (last === 200) thenDuplicate += 1;
+          else
+            violations.push(`a callback cut by a kill ended ${w.statuses.join('/')} (${errors.join(',')})`);
         }
       }
       return {
         violations,
-        note: `${cut} callbacks cut by a kill, then applied ${thenApplied}, duplicate ${thenDuplicate}; ${retried} orders retried`,
+        note:
+          `${cut} callbacks cut by a kill mid-request, redelivered: applied ${thenApplied} (killed before the write), ` +
+          `duplicate ${thenDuplicate} (after it); ${refused} tries refused while the host was down; ${retried} orders retried`,
         unmet: cut === 0 ? ['no callback was in flight at a kill'] : [],
       };
     },
   },
 ];
+
+/** Waits until the payment service has a callback POST sent and not yet answered. */
+async function callbackInFlight(ctx: ChaosContext, withinMs: number): Promise<boolean> {
+  const end = Date.now() + withinMs;
+  while (Date.now() < end) {
+    const open = ctx.stack.remote.payment
+      .webhooks()
+      .some((w) => w.outcome !== 'lost' && w.statuses.length === 0);
+    if (open) return true;
+    await sleep(2);
+  }
+  return false;
+}
 
 interface AttackTally {
   forged: number;
