@@ -37,7 +37,7 @@ export interface CheckInput {
   deadLetters: PeekedMessage[];
   alerts: PeekedMessage[];
   boundSeconds: number;
-  /** History (and order document) of each order with waiting steps, for invariant 7. */
+  /** History (and order document) of each order with waiting steps, for invariant 8 (docs/reliability.md). */
   waiting?: Map<string, { order?: Pick<Order, 'items'>; history: HistoryEntry[] }>;
 }
 
@@ -165,7 +165,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
       result.deadLetterFaults += 1;
     }
   }
-  // 7. A waiting step's outcome comes only from a valid callback, an operator or a timeout.
+  // 8. A waiting step's outcome comes only from a valid callback, an operator or a timeout.
   for (const [orderId, state] of finals) {
     const workflow = versionOf(state);
     const loaded = input.waiting?.get(orderId);
@@ -181,7 +181,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
   return result;
 }
 
-/** Whether an order's version has waiting steps (its history is then read for invariant 7). */
+/** Whether an order's version has waiting steps (its history is then read for invariant 8). */
 export function hasWaitingSteps(state: OrderState): boolean {
   return versionOf(state)?.steps.some((d) => completionOf(d) !== 'reply') ?? false;
 }

@@ -176,7 +176,7 @@ async function runOnStack(
   }
 }
 
-/** The history and order document of every order whose version has waiting steps (invariant 7). */
+/** The history and order document of every order whose version has waiting steps (invariant 8). */
 async function readWaitingHistories(
   ctx: ChaosContext,
   finals: Map<string, OrderState>,

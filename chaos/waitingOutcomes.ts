@@ -9,7 +9,7 @@ import {
 } from '../shared/domain/index.js';
 
 /**
- * Invariant 7 (issue 25): a waiting step's outcome comes only from a valid callback, an operator's
+ * Invariant 8 (docs/reliability.md, issue 25): a waiting step's outcome comes only from a valid callback, an operator's
  * decision or a timeout. Read from the order's history rows (each written in the same transaction
  * as the state it describes):
  * - no Agent reply (`StepSucceeded`, `StepFailed`) ever names a waiting step;

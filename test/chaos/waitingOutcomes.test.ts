@@ -12,7 +12,7 @@ import { waitingOutcomeViolations } from '../../chaos/waitingOutcomes.js';
 import { at, orderId, policy } from '../domain/fixtures.js';
 
 /**
- * Invariant 7 of the chaos run (issue 25): a waiting step's outcome comes only from a valid
+ * Invariant 8 of the chaos run (issue 25): a waiting step's outcome comes only from a valid
  * callback, an operator's decision or a timeout. Histories made by the real transitions pass; the
  * same final state with a history that lacks the deciding row (or where a reply decided) fails.
  */
