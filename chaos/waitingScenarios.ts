@@ -277,6 +277,7 @@ export const waitingScenarios: Scenario[] = [
       let refused = 0;
       let thenApplied = 0;
       let thenDuplicate = 0;
+      let gaveUp = 0;
       for (const sent of callbacksByOrder(ctx).values()) {
         for (const w of sent) {
           const errors = w.errors ?? [];
@@ -286,6 +287,9 @@ export const waitingScenarios: Scenario[] = [
           const last = w.statuses.at(-1);
           if (last === 202) thenApplied += 1;
           else if (last === 200) thenDuplicate += 1;
+          // Six tries all during kills: the service gave up, a lost callback; the Supervisor's retry
+          // asks again (every order must still end Processed, checked above).
+          else if (w.statuses.length >= 6 && w.statuses.every((x) => x === 0)) gaveUp += 1;
           else
             violations.push(`a callback cut by a kill ended ${w.statuses.join('/')} (${errors.join(',')})`);
         }
@@ -294,7 +298,7 @@ export const waitingScenarios: Scenario[] = [
         violations,
         note:
           `${cut} callbacks cut by a kill mid-request, redelivered: applied ${thenApplied} (killed before the write), ` +
-          `duplicate ${thenDuplicate} (after it); ${refused} tries refused while the host was down; ${retried} orders retried`,
+          `duplicate ${thenDuplicate} (after it), given up by the service ${gaveUp}; ${refused} tries refused while the host was down; ${retried} orders retried`,
         unmet: cut === 0 ? ['no callback was in flight at a kill'] : [],
       };
     },
