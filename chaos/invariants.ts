@@ -1,16 +1,27 @@
 import {
   actionIdempotencyKey,
+  completionOf,
   isTerminal,
+  orderWorkflowVersions,
   stepDefinition,
   workflowLabel,
   workflowOf,
+  type HistoryEntry,
+  type Order,
   type OrderState,
   type ProcessState,
+  type Workflow,
 } from '../shared/domain/index.js';
 import { serviceForOperation, type RemoteAction } from '../shared/agents/remoteOperations.js';
 import type { LedgerSnapshot } from '../local/remoteServices/index.js';
 import type { ChaosContext, PeekedMessage } from './harness.js';
 import { chaosWorkflows } from './versionedApp.js';
+import { waitingOutcomeViolations } from './waitingOutcomes.js';
+
+/** The order's version: the chaos run's test versions, else the product's (order@2 with waiting steps). */
+function versionOf(state: OrderState): Workflow | undefined {
+  return workflowOf(chaosWorkflows, state) ?? workflowOf(orderWorkflowVersions, state);
+}
 
 /**
  * The six invariants of DESIGN.md, checked after a scenario has drained. Each failure is one
@@ -26,6 +37,8 @@ export interface CheckInput {
   deadLetters: PeekedMessage[];
   alerts: PeekedMessage[];
   boundSeconds: number;
+  /** History (and order document) of each order with waiting steps, for invariant 8 (docs/reliability.md). */
+  waiting?: Map<string, { order?: Pick<Order, 'items'>; history: HistoryEntry[] }>;
 }
 
 export interface CheckResult {
@@ -44,6 +57,8 @@ export interface CheckResult {
   deadLetterFaults: number;
   worstSeconds: number;
   byState: Record<string, number>;
+  /** Waiting steps whose outcome came from anything but a callback, an operator or a timeout. */
+  waitingFaults?: number;
   violations: string[];
 }
 
@@ -150,7 +165,26 @@ export function checkInvariants(input: CheckInput): CheckResult {
       result.deadLetterFaults += 1;
     }
   }
+  // 8. A waiting step's outcome comes only from a valid callback, an operator or a timeout.
+  // Only for callers that read the histories (run.ts); others (the bench) do not check it.
+  for (const [orderId, state] of input.waiting ? finals : []) {
+    const workflow = versionOf(state);
+    const loaded = input.waiting?.get(orderId);
+    if (!workflow || !workflow.steps.some((d) => completionOf(d) !== 'reply')) continue;
+    if (!loaded) {
+      violations.push(`waiting: ${orderId} has waiting steps but its history was not read`);
+      continue;
+    }
+    const problems = waitingOutcomeViolations({ workflow, state, ...loaded });
+    result.waitingFaults = (result.waitingFaults ?? 0) + problems.length;
+    for (const p of problems) violations.push(`waiting: ${p}`);
+  }
   return result;
+}
+
+/** Whether an order's version has waiting steps (its history is then read for invariant 8). */
+export function hasWaitingSteps(state: OrderState): boolean {
+  return versionOf(state)?.steps.some((d) => completionOf(d) !== 'reply') ?? false;
 }
 
 interface OrderEffects {
@@ -180,7 +214,7 @@ function checkOrderEffects(
   };
   const compensationTimes: Array<{ index: number; at: number }> = [];
   // The order's own version, its steps matched by name: a step's effects are those under its keys.
-  const workflow = workflowOf(chaosWorkflows, state);
+  const workflow = versionOf(state);
   if (!workflow) {
     out.violations.push(
       `${orderId}: ${workflowLabel({ name: state.workflow, version: state.workflowVersion })} unknown`,
@@ -189,6 +223,8 @@ function checkOrderEffects(
   }
   state.steps.forEach((step, index) => {
     const def = stepDefinition(workflow, step.name)!;
+    // An approval calls no service: it has no effects to count.
+    if (completionOf(def) === 'approval') return;
     const service = serviceForOperation(def.action as RemoteAction);
     const ledger = ledgers[service];
     const stepKeys = new Set(

@@ -11,7 +11,7 @@ import {
   sleep,
   type ChaosContext,
 } from './harness.js';
-import { checkInvariants, type CheckResult } from './invariants.js';
+import { checkInvariants, hasWaitingSteps, type CheckInput, type CheckResult } from './invariants.js';
 import { scenarios, type Scenario } from './scenarios.js';
 
 /**
@@ -131,7 +131,11 @@ async function runOnStack(
     // The scenario's own proof that its damage really happened (waits for it, bounded).
     const own = scenario.check ? await scenario.check(ctx) : undefined;
     if (own?.note) note += `; ${own.note}`;
-    const [stored, queues] = await Promise.all([listAllOrderIds(ctx), readQueues(ctx)]);
+    const [stored, queues, waiting] = await Promise.all([
+      listAllOrderIds(ctx),
+      readQueues(ctx),
+      readWaitingHistories(ctx, finals),
+    ]);
     const result = checkInvariants({
       ctx,
       finals,
@@ -140,6 +144,7 @@ async function runOnStack(
       deadLetters: queues.deadLetters,
       alerts: queues.alerts,
       boundSeconds: bound.seconds,
+      waiting,
     });
     result.violations.push(...(own?.violations ?? []));
     // Faults the system must ride out may slow an order down, never end it.
@@ -169,6 +174,32 @@ async function runOnStack(
   } finally {
     await closeContext(ctx);
   }
+}
+
+/** The history and order document of every order whose version has waiting steps (invariant 8). */
+async function readWaitingHistories(
+  ctx: ChaosContext,
+  finals: Map<string, OrderState>,
+): Promise<NonNullable<CheckInput['waiting']>> {
+  const out: NonNullable<CheckInput['waiting']> = new Map();
+  const ids = [...finals.values()].filter(hasWaitingSteps).map((s) => s.orderId);
+  for (let i = 0; i < ids.length; i += 20) {
+    await Promise.all(
+      ids.slice(i, i + 20).map(async (orderId) => {
+        const history: NonNullable<Awaited<ReturnType<typeof ctx.store.history>>>['items'] = [];
+        let token: string | undefined;
+        do {
+          const page = await ctx.store.history(orderId, 500, token);
+          if (!page) break;
+          history.push(...page.items);
+          token = page.continuationToken;
+        } while (token);
+        const loaded = await ctx.store.load(orderId);
+        out.set(orderId, { order: loaded?.order, history });
+      }),
+    );
+  }
+  return out;
 }
 
 /** A column of `width`, always followed by at least one space, so a long value never runs into the next. */

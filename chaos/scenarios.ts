@@ -27,6 +27,7 @@ import { actionIdempotencyKey, isTerminal, stepDefinition, workflowOf } from '..
 import { serviceForOperation, type RemoteAction } from '../shared/agents/remoteOperations.js';
 import { startThrottlingProxy, type ThrottlingProxy } from './throttlingProxy.js';
 import { checkRetentionUnderLoad, runRetentionUnderLoad } from './retentionScenario.js';
+import { waitingScenarios } from './waitingScenarios.js';
 
 /**
  * The chaos scenarios. Each submits `n` orders and does its damage while they run; the runner
@@ -1136,4 +1137,6 @@ export const scenarios: Scenario[] = [
       return `${Math.ceil(n / 2)} submissions stalled 6 s between their writes, then no message`;
     },
   },
+  // Issue 25: steps that wait for callbacks (waitingScenarios.ts).
+  ...waitingScenarios,
 ];

@@ -207,6 +207,19 @@ module rbac 'app/rbac.bicep' = {
   }
 }
 
+module keyVault 'app/keyvault.bicep' = {
+  name: 'keyvault'
+  scope: rg
+  params: {
+    name: '${abbrs.keyVaultVaults}${resourceToken}'
+    location: location
+    tags: tags
+    appPrincipalId: identity.outputs.principalId
+    userPrincipalId: principalId
+    userPrincipalType: principalType
+  }
+}
+
 module api 'app/api.bicep' = {
   name: 'api'
   scope: rg
@@ -235,6 +248,8 @@ module api 'app/api.bicep' = {
     serviceOutageAlertThreshold: serviceOutageAlertThreshold
     instanceMemoryMB: instanceMemoryMB
     operatorAuthClientId: operatorAuthClientId
+    keyVaultName: keyVault.outputs.name
+    callbackKeysSecretName: keyVault.outputs.callbackKeysSecretName
   }
   // The host must not start before its identity can reach storage and Service Bus.
   dependsOn: [rbac, orderStorage]
@@ -281,3 +296,5 @@ output AZURE_CLIENT_ID string = identity.outputs.clientId
 output SERVICEBUS_FULLY_QUALIFIED_NAMESPACE string = serviceBus.outputs.fullyQualifiedNamespace
 output STATE_STORE_TABLE_URI string = storage.outputs.tableServiceUri
 output STATE_STORE_ACCOUNTS int = stateStoreAccounts
+output KEY_VAULT_NAME string = keyVault.outputs.name
+output CALLBACK_KEYS_SECRET_NAME string = keyVault.outputs.callbackKeysSecretName

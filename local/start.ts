@@ -5,6 +5,7 @@ import { startStack, type Stack } from './stack.js';
 import { PortBusyError } from './ports.js';
 import {
   parseStartArgs,
+  stableCallbackSigningKeys,
   stableFunctionKey,
   startUsage,
   tunableSettings,
@@ -84,6 +85,8 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
 
   const key = stableFunctionKey(dataDir, process.env);
+  // Kept in the data folder like the function key: callbacks pending across a restart stay valid.
+  const signing = stableCallbackSigningKeys(dataDir, process.env);
   let ready = false;
   try {
     if (!inMemory) mkdirSync(dataDir, { recursive: true });
@@ -93,7 +96,7 @@ async function main(): Promise<void> {
       // Messages in flight survive a restart too (<dataDir>/servicebus/servicebus.log).
       persistServiceBus: !inMemory,
       // npm start shows order@2: approvals above 1,000 and payment confirmed by webhook.
-      settings: { NEW_ORDER_WORKFLOW_VERSION: '2', ...settings },
+      settings: { NEW_ORDER_WORKFLOW_VERSION: '2', CALLBACK_SIGNING_KEYS: signing.keys, ...settings },
       storageAccounts,
       functionKey: key.key,
       ownProcessGroups: true,

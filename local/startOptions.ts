@@ -5,6 +5,7 @@ import { defaultPorts, localAppSettings, servicePortFlag, type StackPorts } from
 import { loadSettings, serviceUrlSetting, settingNames } from '../shared/config/settings.js';
 import { remoteServiceNames } from '../shared/agents/remoteOperations.js';
 import { telemetrySettingNames } from '../shared/observability/telemetry.js';
+import { parseSigningKeys } from '../shared/config/waitingSettings.js';
 
 /**
  * Command line and environment of `npm start`: ports, data folder, log level, the app settings
@@ -170,6 +171,33 @@ function checkSettings(settings: Record<string, string>): void {
 }
 
 const keyPattern = /^[A-Za-z0-9_-]{16,128}$/;
+
+/**
+ * The callback signing keys: CALLBACK_SIGNING_KEYS when set, else the key kept in
+ * <dataDir>/callback-signing-key, else a new one written there. Kept so that a callback token
+ * signed before a restart (a payment confirmed after it) is still accepted, not refused as forged.
+ */
+export function stableCallbackSigningKeys(
+  dataDir: string,
+  env: Record<string, string | undefined>,
+): { keys: string; source: string } {
+  const fromEnv = env.CALLBACK_SIGNING_KEYS?.trim();
+  if (fromEnv) return { keys: fromEnv, source: 'CALLBACK_SIGNING_KEYS' };
+  const file = join(dataDir, 'callback-signing-key');
+  if (existsSync(file)) {
+    const saved = readFileSync(file, 'utf8').trim();
+    try {
+      parseSigningKeys(saved);
+      return { keys: saved, source: file };
+    } catch {
+      // garbled: replaced below (tokens signed with it are lost either way)
+    }
+  }
+  const keys = `local:${randomBytes(32).toString('base64')}`;
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(file, `${keys}\n`, { mode: 0o600 });
+  return { keys, source: `${file} (new)` };
+}
 
 /**
  * The function key: FUNCTIONS_LOCAL_KEY when set, else the one kept in <dataDir>/function-key,

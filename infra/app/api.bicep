@@ -27,6 +27,10 @@ param serviceOutageAlertThreshold string
 @description('Client id of the Entra app registration operators sign in to (infra/hooks/preprovision.sh creates it). Empty: no App Service Authentication, so every operator route answers 401.')
 param operatorAuthClientId string = ''
 
+@description('The Key Vault holding the callback signing keys (app/keyvault.bicep).')
+param keyVaultName string
+param callbackKeysSecretName string
+
 @minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 100
@@ -104,6 +108,10 @@ var appSettings = {
   ORDER_PURGE_RATE_PER_SECOND: '20'
   ORDER_ARCHIVE: 'on'
 
+  // Callback tokens (issue 25): the signing keys by Key Vault reference, resolved with the app's
+  // identity (keyVaultReferenceIdentity below); rotation is a new secret version (docs/operations.md).
+  CALLBACK_SIGNING_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${callbackKeysSecretName})'
+
   // The host refuses bodies over 1 MiB before reading them (its default is 100 MB); the API's own
   // limit (64 KiB, problem+json 413) applies below that.
   FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: '1048576'
@@ -138,6 +146,8 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    // Key Vault references (CALLBACK_SIGNING_KEYS) are resolved with the user-assigned identity.
+    keyVaultReferenceIdentity: identityId
     functionAppConfig: {
       deployment: {
         storage: {

@@ -41,6 +41,14 @@ export const faultSettingsSchema = z.strictObject({
   callbackCopies: z.number().int().min(1).max(5).optional(),
   /** Probability that an accepted request's callback is never sent (it is sent again on a retry). */
   callbackLossRate: z.number().min(0).max(1).optional(),
+  /**
+   * Loss (callbackLossRate) only for the first n attempts of a key, so the Supervisor's retries
+   * always get their answer in the end (a chaos run bounds how often one order can lose it).
+   */
+  callbackLossAttempts: z.number().int().min(1).max(100).optional(),
+  /** The callbacks of the first callbackLateAttempts attempts of a key are POSTed this late instead. */
+  callbackLateMs: z.number().int().nonnegative().max(600_000).optional(),
+  callbackLateAttempts: z.number().int().min(1).max(100).optional(),
   /** POST the callback before answering 202 (it beats the Agent's reply to the Scheduler). */
   callbackEarly: z.boolean().optional(),
   /** Sent as Retry-After (seconds) with `answerStatus`: a 429 storm that says when to come back. */

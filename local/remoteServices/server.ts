@@ -285,7 +285,7 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
       return { status: null, outcome: `${outcome.kind}, reply lost on purpose` };
     }
     const callbackUrl = compensation ? undefined : (order as { callbackUrl?: unknown }).callbackUrl;
-    if (typeof callbackUrl === 'string') return acceptForLater(res, callbackUrl, outcome.response);
+    if (typeof callbackUrl === 'string') return acceptForLater(res, callbackUrl, outcome.response, attempt);
     respond(res, 200, outcome.response);
     return { status: 200, outcome: outcome.kind };
   }
@@ -298,23 +298,29 @@ export async function startRemoteService(options: RemoteServiceOptions): Promise
     res: ServerResponse,
     callbackUrl: string,
     effect: JsonObject,
+    attempt: number,
   ): Promise<Reply> {
     const reference = String(Object.values(effect)[0] ?? 'ref');
     const body = { outcome: 'succeeded', reference, result: effect };
+    const late = faults.callbackLateMs !== undefined && attempt <= (faults.callbackLateAttempts ?? 1);
+    if (late) ledger.countFault('callback-late');
     const deliver = () =>
       webhooks.deliver(callbackUrl, body, {
-        delayMs: faults.callbackEarly ? 0 : (faults.callbackDelayMs ?? 500),
+        delayMs: late ? faults.callbackLateMs! : faults.callbackEarly ? 0 : (faults.callbackDelayMs ?? 500),
         copies: faults.callbackCopies ?? 1,
         signal: lifetime.signal,
         log: options.log,
       });
-    const lost = faults.callbackLossRate !== undefined && random() < faults.callbackLossRate;
+    const lost =
+      faults.callbackLossRate !== undefined &&
+      attempt <= (faults.callbackLossAttempts ?? Infinity) &&
+      random() < faults.callbackLossRate;
     if (lost) {
       ledger.countFault('callback-lost');
       webhooks.recordLost(callbackUrl);
-    } else if (faults.callbackEarly) await deliver();
+    } else if (faults.callbackEarly && !late) await deliver();
     respond(res, 202, { reference, status: 'pending' });
-    if (!lost && !faults.callbackEarly) void deliver();
+    if (!lost && (!faults.callbackEarly || late)) void deliver();
     return {
       status: 202,
       outcome: lost ? 'accepted, callback lost on purpose' : 'accepted, callback to follow',

@@ -11,6 +11,11 @@ export interface WebhookRecord {
   outcome: string;
   /** The HTTP status of each try, or 0 for a network error. */
   statuses: number[];
+  /**
+   * The network error of each try that had one (e.g. ECONNREFUSED: nobody listened; ECONNRESET or
+   * UND_ERR_SOCKET: the host took the request and died before it answered).
+   */
+  errors?: string[];
 }
 
 export interface WebhookOptions {
@@ -53,8 +58,10 @@ export class WebhookSender {
         });
         status = response.status;
         await response.arrayBuffer();
-      } catch {
+      } catch (e) {
         if (options.signal.aborted) return;
+        const cause = (e as { cause?: { code?: string } }).cause;
+        (record.errors ??= []).push(cause?.code ?? (e as Error).name);
       }
       record.statuses.push(status);
       if (status >= 200 && status < 500) return;

@@ -11,7 +11,7 @@ import { OrderNotFound, type StoredOrder } from '../stateStore/index.js';
 import type { Dependencies } from './ports.js';
 import { recordTransition } from '../observability/orderMetrics.js';
 import { recordWaiting } from '../observability/waitingMetrics.js';
-import { activeTraceId } from '../observability/tracing.js';
+import { activeTraceId, traceIdOf } from '../observability/tracing.js';
 
 export type ApplyResult =
   | { kind: 'applied'; before: StoredOrder; state: OrderState; commands: Command[] }
@@ -20,6 +20,20 @@ export type ApplyResult =
   | { kind: 'not-found' };
 
 class Skip extends Error {}
+
+export interface ApplyOptions {
+  /**
+   * The history entry names the order's own trace (from its submission) instead of the active
+   * one: for events that arrive by a request with a trace of its own (a callback, an operator's
+   * approval), whose transition still belongs to the order's trace.
+   */
+  historyInOrderTrace?: boolean;
+}
+
+function orderTraceId(stored: StoredOrder): { traceId?: string } {
+  const traceId = traceIdOf(stored.traceParent ?? undefined);
+  return traceId ? { traceId } : activeTraceId();
+}
 
 /**
  * One event against one order: the store loads, the domain decides, the store writes with
@@ -33,6 +47,7 @@ export async function applyEvent(
   orderId: string,
   event: OrderEvent,
   precheck?: (state: OrderState, now: Date, stored: StoredOrder) => string | undefined,
+  options: ApplyOptions = {},
 ): Promise<ApplyResult> {
   let seen: StoredOrder | undefined;
   try {
@@ -55,7 +70,7 @@ export async function applyEvent(
             decision.state.updatedAt,
             current.state.workflowVersion,
           ),
-          ...activeTraceId(),
+          ...(options.historyInOrderTrace ? orderTraceId(current) : activeTraceId()),
         }),
     );
     recordTransition(seen!.state, event, decision.state, decision.commands);

@@ -19,9 +19,11 @@ import {
   activeTraceId,
   annotate,
   inSpan,
+  linkToActive,
   orderAttributes,
   parentFrom,
   stateFields,
+  traceIdOf,
 } from '../observability/tracing.js';
 import { recordCallback, recordCallbackRefused } from '../observability/waitingMetrics.js';
 import { historyEntryToRow } from '../stateStore/historyRows.js';
@@ -156,12 +158,20 @@ async function deliver(
     attempt: claims.attempt,
   });
   annotate({ orderId: claims.orderId, step: claims.step, attempt: claims.attempt, run: claims.run });
+  // The service's request has a trace of its own: the order's trace links back to it.
+  const requestLink = linkToActive({ 'order.link': 'callback-request' });
   // Decided on every read the ETag-guarded write replaces: only the current attempt is applied.
   let verdict: CallbackVerdict = 'moved-on';
-  const result = await applyEvent(deps, claims.orderId, event, (state) => {
-    verdict = callbackVerdict(state, claims, kind);
-    return verdict === 'apply' ? undefined : verdict;
-  });
+  const result = await applyEvent(
+    deps,
+    claims.orderId,
+    event,
+    (state) => {
+      verdict = callbackVerdict(state, claims, kind);
+      return verdict === 'apply' ? undefined : verdict;
+    },
+    { historyInOrderTrace: true },
+  );
   const label = kind === 'heartbeat' ? 'heartbeat' : 'outcome';
   switch (result.kind) {
     case 'not-found':
@@ -178,7 +188,7 @@ async function deliver(
       // The callback (or decision) and what it sends join the order's trace (from its submission).
       await inSpan(
         kind === 'heartbeat' ? 'callback heartbeat' : 'callback',
-        { attributes: orderAttributes(stateFields(result.state)) },
+        { attributes: orderAttributes(stateFields(result.state)), links: requestLink },
         () => carryOut(deps, result.commands, result.before.order, deps.clock.now(), log),
         parentFrom({ traceParent: result.before.traceParent }),
       ).catch((e: unknown) =>
@@ -209,8 +219,9 @@ async function deliver(
     };
   }
   recordCallback('moved-on', label);
-  const current = result.kind === 'refused' || result.kind === 'skipped' ? result.current.state : undefined;
-  await recordLate(deps, claims, kind, current, log);
+  const stored = result.kind === 'refused' || result.kind === 'skipped' ? result.current : undefined;
+  const current = stored?.state;
+  await recordLate(deps, claims, kind, current, log, stored?.traceParent);
   return movedOn(claims, current ? movedOnDetail(current, claims) : 'The step has moved on.');
 }
 
@@ -248,6 +259,7 @@ async function recordLate(
   kind: string,
   state: OrderState | undefined,
   log: Logger,
+  traceParent?: string,
 ): Promise<void> {
   if (!state) return;
   const entry: HistoryEntry = {
@@ -261,7 +273,8 @@ async function recordLate(
     workflowVersion: state.workflowVersion,
     outcome: state.processState,
     error: kind === 'heartbeat' ? 'heartbeat after the step moved on' : `late ${kind} callback: not applied`,
-    ...activeTraceId(),
+    // The order's trace, like the rows of the transitions around it.
+    ...(traceIdOf(traceParent) ? { traceId: traceIdOf(traceParent) } : activeTraceId()),
   };
   try {
     await (

@@ -4,7 +4,14 @@ import { isOrderId, type OrderEvent } from '../domain/index.js';
 import { applyEvent } from '../app/applyEvent.js';
 import type { Dependencies } from '../app/ports.js';
 import { carryOut } from '../messaging/commandMessages.js';
-import { annotate, inSpan, orderAttributes, parentFrom, stateFields } from '../observability/tracing.js';
+import {
+  annotate,
+  inSpan,
+  linkToActive,
+  orderAttributes,
+  parentFrom,
+  stateFields,
+} from '../observability/tracing.js';
 import { readJsonBody } from './jsonBody.js';
 import { requireOperator } from './operatorAuth.js';
 import { badOrderId, notFound, operatorLog, statusUrl } from './orderApi.js';
@@ -36,7 +43,9 @@ export async function decideApproval(
   const event: OrderEvent = { type: 'ApprovalDecided', by: guard.operator.name, ...parsed.data };
   const log = operatorLog(context, orderId, event, guard.operator);
   annotate({ orderId });
-  const result = await applyEvent(deps, orderId, event);
+  // The operator's request has a trace of its own: the order's trace links back to it.
+  const requestLink = linkToActive({ 'order.link': 'operator-request' });
+  const result = await applyEvent(deps, orderId, event, undefined, { historyInOrderTrace: true });
   if (result.kind === 'not-found') return notFound(orderId);
   if (result.kind !== 'applied') {
     const state = result.current.state;
@@ -52,7 +61,7 @@ export async function decideApproval(
   // The callback (or decision) and what it sends join the order's trace (from its submission).
   await inSpan(
     'approval decided',
-    { attributes: orderAttributes(stateFields(result.state)) },
+    { attributes: orderAttributes(stateFields(result.state)), links: requestLink },
     () => carryOut(deps, result.commands, result.before.order, deps.clock.now(), log),
     parentFrom({ traceParent: result.before.traceParent }),
   ).catch((e: unknown) =>

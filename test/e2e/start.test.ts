@@ -209,6 +209,14 @@ test('npm start with a data folder: a restart keeps the order and its queued mes
     const v = await view(orderId);
     return v.steps.find((s) => s.name === 'shipping')?.status === 'Running';
   });
+  // The payment confirmed by webhook before the restart: its callback URL (and token) stays valid.
+  const paymentUrl = (JSON.parse(readFileSync(join(dataDir, 'stack.json'), 'utf8')) as StackInfo).remote
+    .payment;
+  const sent = (
+    (await (await fetch(`${paymentUrl}/_admin/webhooks`)).json()) as { sent: Array<{ url: string }> }
+  ).sent;
+  const callbackUrl = sent.find((w) => w.url.includes('/callbacks/'))?.url;
+  assert.ok(callbackUrl, 'the payment service called back');
   first.child.kill('SIGINT');
   assert.deepEqual(await first.exited, { code: 0, signal: null }, first.err());
   assert.ok(existsSync(join(dataDir, 'servicebus', 'servicebus.log')), 'the emulator kept its log');
@@ -238,6 +246,18 @@ test('npm start with a data folder: a restart keeps the order and its queued mes
       ['shipping', 1],
     ],
   );
+  // Signed before the restart, checked after it: the signing key is kept in the data folder, so a
+  // callback pending across a restart is not refused as forged (401).
+  const again = await fetch(callbackUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ outcome: 'succeeded', reference: 'again' }),
+  });
+  assert.equal(again.status, 200, `a pre-restart callback answered ${again.status}: ${await again.text()}`);
   second.child.kill('SIGINT');
   assert.deepEqual(await second.exited, { code: 0, signal: null }, second.err());
 });
+
+interface StackInfo {
+  remote: { payment: string };
+}

@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { defaultPorts } from '../../local/stack.js';
-import { parseStartArgs, stableFunctionKey, UsageError } from '../../local/startOptions.js';
+import {
+  parseStartArgs,
+  stableCallbackSigningKeys,
+  stableFunctionKey,
+  UsageError,
+} from '../../local/startOptions.js';
 import { formatStackLine } from '../../local/logFormat.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'e2e-opts-'));
@@ -58,6 +63,20 @@ test('the function key is generated once and kept; FUNCTIONS_LOCAL_KEY wins; a g
   const replaced = stableFunctionKey(dir, {});
   assert.notEqual(replaced.key, first.key);
   assert.match(replaced.key, /^[A-Za-z0-9_-]{32}$/);
+});
+
+test('the callback signing key is made once and kept; CALLBACK_SIGNING_KEYS wins; a garbled file is replaced', () => {
+  const dir = join(scratch, 'signing');
+  const first = stableCallbackSigningKeys(dir, {});
+  assert.match(first.keys, /^local:[A-Za-z0-9+/]{43}=$/);
+  assert.match(first.source, /\(new\)$/);
+  assert.equal(stableCallbackSigningKeys(dir, {}).keys, first.keys);
+  assert.equal(readFileSync(join(dir, 'callback-signing-key'), 'utf8').trim(), first.keys);
+  assert.equal(stableCallbackSigningKeys(dir, { CALLBACK_SIGNING_KEYS: 'k2:abc' }).keys, 'k2:abc');
+  writeFileSync(join(dir, 'callback-signing-key'), 'short:AAAA\n');
+  const replaced = stableCallbackSigningKeys(dir, {});
+  assert.notEqual(replaced.keys, 'short:AAAA');
+  assert.match(replaced.keys, /^local:/);
 });
 
 test('compact logs: function messages with their fields, no Executing/Executed, problems marked', () => {
