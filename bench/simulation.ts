@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../emulators/servicebus/config.js';
 import { spawnLocalHost, type SpawnedLocalHost } from '../local/host/index.js';
@@ -26,11 +26,20 @@ import {
   terminalStates,
   type BenchStack,
 } from './benchStack.js';
-import { binding, type Deployment, type Layout, type OrderLoad } from './capacityModel.js';
+import { binding, type ClockLoad, type Deployment, type Layout, type OrderLoad } from './capacityModel.js';
 import { parseLimitTable } from './limits.js';
 import { NamespaceCredits } from './serviceBusCredits.js';
-import { compare, enforcedCeilings, scaledLimits } from './simulationModel.js';
-import { percentile, formatTable } from './stats.js';
+import { clockLoadAtRest, compare, enforcedCeilings, scaledLimits } from './simulationModel.js';
+import {
+  accountLoads,
+  busiestPartitions,
+  cpuBusyShare,
+  cpuSample,
+  indexPartitionRates,
+  requestsPerOrder,
+  type AccountLoad,
+} from './simulationLoad.js';
+import { percentile, formatTable, type Counts } from './stats.js';
 import { TableThrottle } from './tableThrottle.js';
 
 /**
@@ -128,12 +137,25 @@ const runs: SimRun[] = [
 const only = flag('only')?.split(',');
 const clients = Number(flag('clients') ?? 48);
 const warmupMs = quick ? 6_000 : 10_000;
+/** The deployment at rest before the clients start: its clock-driven load, per second. */
+const restMs = Number(flag('rest-seconds') ?? (quick ? 10 : 20)) * 1000;
+/**
+ * Seconds after start-up before the rest window: each host's first Supervisor runs query every
+ * index partition once (the retention purge's first slice, then idle for ten minutes), a burst
+ * that is not the steady clock-driven load and, at k = 500, fills the account for seconds.
+ */
+const settleMs = Number(flag('settle-seconds') ?? 3) * 1000;
 const measureMs = quick ? 15_000 : 30_000;
 
 interface RunResult {
   run: SimRun;
+  /** The model per order only (as before the clock-driven term). */
   predicted: number | null;
+  /** The model with the clock-driven load measured at rest (ClockLoad): the figure (a) and (b) check. */
+  predictedWithClock: number | null;
   bindingResource: string;
+  bindingWithClock: string;
+  clock: ClockLoad;
   measured: number;
   completed: number;
   submitted: number;
@@ -147,6 +169,21 @@ interface RunResult {
   /** Table requests per second each account served in the window (the proxy's count). */
   accountRequestsPerSecond: Record<string, number>;
   serviceBusRefusals: number;
+  /** Per account: requests/s at rest (no orders) and in the window, by table. */
+  rest: Record<string, AccountLoad>;
+  window: Record<string, AccountLoad>;
+  /** OrderIndex entities/s per partition at rest and in the window. */
+  restIndex: Record<string, number>;
+  /** The partitions with the most requests per second at rest and in the window. */
+  restPartitions: Record<string, number>;
+  windowPartitions: Record<string, number>;
+  windowIndex: Record<string, number>;
+  /** Service Bus credits/s paid at rest and in the window (when credits are enforced). */
+  restCredits: number;
+  windowCredits: number;
+  /** Share of the machine's cores busy in the window (every process, not only the bench's). */
+  cpuBusy: number;
+  loadAverage: number;
   /** Orders the clients saw end in the store without their terminal status event. */
   missingEvents: number;
   busiestPartition: { key: string; entitiesPerSecond: number };
@@ -234,12 +271,8 @@ async function simulate(
     perInstanceConcurrency: 16,
     instanceMemoryMB: 512,
   };
-  const cs = enforced
-    ? enforcedCeilings(load, deployment, scaled, layout, {
-        tables: true,
-        serviceBusCredits: run.serviceBusCredits,
-      })
-    : [];
+  const enforcedHere = { tables: true, serviceBusCredits: run.serviceBusCredits };
+  const cs = enforced ? enforcedCeilings(load, deployment, scaled, layout, enforcedHere) : [];
   const b = cs.length > 0 ? binding(cs) : undefined;
   const tableThrottle = enforced
     ? new TableThrottle({
@@ -300,13 +333,45 @@ async function simulate(
       }
       return seen;
     };
+    // At rest: the hosts' sweeps, repair passes and whatever else runs on a clock, with no
+    // orders, over the same deployment (the first seconds after start-up left out).
+    await sleep(settleMs);
+    const restBefore = bench.counters();
+    const restCreditsBefore = credits?.paid ?? 0;
+    const r0 = performance.now();
+    await sleep(restMs);
+    const restSeconds = (performance.now() - r0) / 1000;
+    const restAfter = bench.counters();
+    const restCredits = ((credits?.paid ?? 0) - restCreditsBefore) / restSeconds;
+    const clock = clockLoadAtRest(
+      accountLoads(restBefore, restAfter, restSeconds),
+      indexPartitionRates(restBefore, restAfter, restSeconds),
+      restCredits,
+    );
+    const csClock = enforced ? enforcedCeilings(load, deployment, scaled, layout, enforcedHere, clock) : [];
+    const bClock = csClock.length > 0 ? binding(csClock) : undefined;
     let refusedPosts = 0;
     let next = 0;
     const t0 = performance.now();
     const stopAt = t0 + warmupMs + measureMs;
     const windowFrom = t0 + warmupMs;
-    let before: Record<string, number> = {};
-    const snap = setTimeout(() => (before = bench.counters()), warmupMs);
+    // The window's counters are read at its ends, not after the clients stop waiting.
+    let before: Counts = {};
+    let after: Counts = {};
+    let cpuFrom = cpuSample();
+    let cpuTo = cpuFrom;
+    let creditsFrom = 0;
+    let creditsTo = 0;
+    const snap = setTimeout(() => {
+      before = bench.counters();
+      cpuFrom = cpuSample();
+      creditsFrom = credits?.paid ?? 0;
+    }, warmupMs);
+    const snapEnd = setTimeout(() => {
+      after = bench.counters();
+      cpuTo = cpuSample();
+      creditsTo = credits?.paid ?? 0;
+    }, warmupMs + measureMs);
     await Promise.all(
       Array.from({ length: clients }, async () => {
         while (performance.now() < stopAt) {
@@ -327,9 +392,9 @@ async function simulate(
       }),
     );
     clearTimeout(snap);
+    clearTimeout(snapEnd);
     const inWindow = done.filter((d) => d.at >= windowFrom && d.at < stopAt);
     const windowSeconds = measureMs / 1000;
-    const after = bench.counters();
     // Drain: every acknowledged order must end, then the invariants of DESIGN.md.
     const ctx = {
       stack: bench.stack,
@@ -373,7 +438,10 @@ async function simulate(
     return {
       run,
       predicted: b ? (b.ordersPerSecond as number) : null,
+      predictedWithClock: bClock ? (bClock.ordersPerSecond as number) : null,
       bindingResource: b ? b.resource.trim() : 'this machine',
+      bindingWithClock: bClock ? bClock.resource.trim() : 'this machine',
+      clock,
       measured: inWindow.length / windowSeconds,
       completed: done.length,
       submitted: submitted.size,
@@ -390,6 +458,16 @@ async function simulate(
         : { account: {}, partition: {} },
       accountRequestsPerSecond: perAccount(before, after, windowSeconds),
       serviceBusRefusals: credits?.refused ?? 0,
+      rest: accountLoads(restBefore, restAfter, restSeconds),
+      window: accountLoads(before, after, windowSeconds),
+      restIndex: indexPartitionRates(restBefore, restAfter, restSeconds),
+      restPartitions: busiestPartitions(restBefore, restAfter, restSeconds, 6),
+      windowPartitions: busiestPartitions(before, after, windowSeconds, 6),
+      windowIndex: indexPartitionRates(before, after, windowSeconds),
+      restCredits,
+      windowCredits: (creditsTo - creditsFrom) / windowSeconds,
+      cpuBusy: cpuBusyShare(cpuFrom, cpuTo),
+      loadAverage: loadavg()[0],
       missingEvents,
       busiestPartition: busiest(before, after, windowSeconds),
       invariants: {
@@ -430,7 +508,8 @@ async function main(): Promise<void> {
     const r = await simulate(run, load, limits);
     results.push(r);
     log(
-      `   model ${fmt(r.predicted, 2)} orders/s (${r.bindingResource}), measured ${r.measured.toFixed(2)} orders/s, ` +
+      `   model ${fmt(r.predicted, 2)} orders/s per order only, ${fmt(r.predictedWithClock, 2)} with the clock load at rest ` +
+        `(${r.bindingWithClock}; clock ${JSON.stringify(r.clock, (_, v: unknown) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v))}), measured ${r.measured.toFixed(2)} orders/s, ` +
         `p50 ${Math.round(r.p50)} ms p95 ${Math.round(r.p95)} ms; refusals: table partition ${r.tableRefusals.partition} ` +
         `account ${r.tableRefusals.account}, SB sends ${r.serviceBusRefusals}, POSTs ${r.refusedPosts}; busiest index ` +
         `partition ${r.busiestPartition.key} ${r.busiestPartition.entitiesPerSecond.toFixed(1)} entities/s; ` +
@@ -440,6 +519,35 @@ async function main(): Promise<void> {
     log(
       `   table requests/s per account ${JSON.stringify(r.accountRequestsPerSecond, (_, v: unknown) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v))}; ` +
         `refused per account ${JSON.stringify(r.refusedBy.account)}; most refused partitions ${JSON.stringify(r.refusedBy.partition)}`,
+    );
+    log(
+      `   machine CPU busy ${(r.cpuBusy * 100).toFixed(0)} % of ${cpus().length} cores in the window (load ${r.loadAverage.toFixed(2)}); ` +
+        `SB credits/s at rest ${r.restCredits.toFixed(1)}, in the window ${r.windowCredits.toFixed(1)}`,
+    );
+    const r1 = (v: number) => Math.round(v * 10) / 10;
+    const byTable = (t: Record<string, number>) =>
+      Object.entries(t)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${r1(v)}`)
+        .join(', ');
+    for (const a of [...new Set([...Object.keys(r.rest), ...Object.keys(r.window)])].sort()) {
+      const rest = r.rest[a];
+      const win = r.window[a] ?? { requests: 0, throttled: 0, byTable: {}, throttledByTable: {} };
+      log(
+        `   account ${a}: at rest ${r1(rest?.requests ?? 0)} req/s [${byTable(rest?.byTable ?? {})}]; ` +
+          `window ${r1(win.requests)} req/s let through [${byTable(win.byTable)}], ${r1(win.throttled)} refused/s ` +
+          `[${byTable(win.throttledByTable)}]; per completed order beyond rest ${r1(requestsPerOrder(win, rest, r.measured))}`,
+      );
+    }
+    const hot = (x: Record<string, number>) =>
+      Object.entries(x)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 4)
+        .map(([k, v]) => `${k} ${r1(v)}`)
+        .join(', ');
+    log(`   OrderIndex entities/s at rest [${hot(r.restIndex)}]; window [${hot(r.windowIndex)}]`);
+    log(
+      `   busiest partitions, requests/s: at rest [${hot(r.restPartitions)}]; window [${hot(r.windowPartitions)}]`,
     );
     for (const v of r.invariants.violations.slice(0, 5)) log(`   ! ${v}`);
   }
@@ -454,9 +562,12 @@ async function main(): Promise<void> {
         'k',
         'clients',
         'binding (model)',
-        'model orders/s',
+        'per order only',
+        'error',
+        'model + clock',
         'measured',
         'error',
+        'CPU',
         'p50 ms',
         'throttled',
         'orders',
@@ -464,7 +575,10 @@ async function main(): Promise<void> {
         'violations',
       ],
       results.map((r) => {
-        const c = r.predicted === null ? undefined : compare(r.predicted, r.measured);
+        const c0 = r.predicted === null ? undefined : compare(r.predicted, r.measured);
+        const c = r.predictedWithClock === null ? undefined : compare(r.predictedWithClock, r.measured);
+        const err = (x: typeof c) =>
+          x ? `${x.error >= 0 ? '+' : ''}${(x.error * 100).toFixed(0)} %${x.within ? '' : ' (!)'}` : '-';
         return [
           r.run.name,
           String(r.run.hosts),
@@ -472,10 +586,13 @@ async function main(): Promise<void> {
           String(r.run.accounts),
           Number.isFinite(r.run.k) ? String(r.run.k) : '-',
           String(r.clients),
-          r.bindingResource,
+          r.bindingWithClock,
           fmt(r.predicted, 2),
+          err(c0),
+          fmt(r.predictedWithClock, 2),
           r.measured.toFixed(2),
-          c ? `${c.error >= 0 ? '+' : ''}${(c.error * 100).toFixed(0)} %${c.within ? '' : ' (!)'}` : '-',
+          err(c),
+          `${(r.cpuBusy * 100).toFixed(0)} %`,
           String(Math.round(r.p50)),
           `${r.tableRefusals.partition}p/${r.tableRefusals.account}a/${r.serviceBusRefusals}sb`,
           String(r.invariants.orders),
@@ -486,12 +603,14 @@ async function main(): Promise<void> {
     ),
   );
   for (const varies of ['partitions', 'accounts'] as const) {
-    const b = results.filter((r) => r.run.varies === varies && r.predicted !== null);
+    const b = results.filter((r) => r.run.varies === varies && r.predictedWithClock !== null);
     if (b.length < 2) continue;
     const [lo, hi] = [b[0], b[b.length - 1]];
     const n = (r: RunResult) => (varies === 'partitions' ? r.run.partitions : r.run.accounts);
+    const x = (f: (r: RunResult) => number) => (f(hi) / f(lo)).toFixed(2);
     log(
-      `  (b) ${varies === 'partitions' ? 'P' : 'accounts'} ${n(lo)} -> ${n(hi)}: model x${((hi.predicted as number) / (lo.predicted as number)).toFixed(2)}, measured x${(hi.measured / lo.measured).toFixed(2)}`,
+      `  (b) ${varies === 'partitions' ? 'P' : 'accounts'} ${n(lo)} -> ${n(hi)}: model per order only x${x((r) => r.predicted as number)}, ` +
+        `model + clock x${x((r) => r.predictedWithClock as number)}, measured x${x((r) => r.measured)}`,
     );
   }
   const violations = results.reduce((s, r) => s + r.invariants.violations.length, 0);
