@@ -104,3 +104,18 @@ export function busiestPartitions(
       .slice(0, n),
   );
 }
+
+/**
+ * Per completed order in a window: table answers by status (404/409/412: conflicts and
+ * redone reads; refusals are 500/503) and Service Bus sends, deliveries and abandons
+ * (an abandoned delivery is a failed execution, redelivered: work done again).
+ */
+export function perOrderCounts(before: Counts, after: Counts, orders: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (!(orders > 0)) return out;
+  for (const [k, v] of Object.entries(after)) {
+    const m = /^(table\.status\.\d+|sb\.(sent|delivered|completed|abandoned|deadLettered))$/.exec(k);
+    if (m) out[k.replace(/^table\./, '')] = (v - (before[k] ?? 0)) / orders;
+  }
+  return out;
+}
