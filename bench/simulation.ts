@@ -138,6 +138,8 @@ const runs: SimRun[] = [
 const only = flag('only')?.split(',');
 const clients = Number(flag('clients') ?? 48);
 const warmupMs = quick ? 6_000 : 10_000;
+/** The longest warm-up: the window opens then even if fewer orders than clients have ended. */
+const maxWarmupMs = Number(flag('max-warmup-seconds') ?? 90) * 1000;
 /** The deployment at rest before the clients start: its clock-driven load, per second. */
 const restMs = Number(flag('rest-seconds') ?? (quick ? 10 : 20)) * 1000;
 /**
@@ -194,6 +196,10 @@ interface RunResult {
   restPartitions: Record<string, number>;
   /** Seconds from start-up until the burst of first runs was over (settle). */
   settledSeconds: number;
+  /** The binding resource's use in the window over its scaled limit (1 = full). */
+  bindingUse: number | null;
+  /** Seconds from the first client's start until the window opened (the loop full). */
+  warmedUpSeconds: number;
   /** Per order completed in the window: table answers by status, Service Bus sends/deliveries/abandons. */
   perOrder: Record<string, number>;
   windowPartitions: Record<string, number>;
@@ -373,8 +379,12 @@ async function simulate(
     let refusedPosts = 0;
     let next = 0;
     const t0 = performance.now();
-    const stopAt = t0 + warmupMs + measureMs;
-    const windowFrom = t0 + warmupMs;
+    // The window opens once the closed loop is full: the warm-up has passed and as many orders
+    // have ended as there are clients (each client has been round once), or at the latest after
+    // maxWarmupMs. A ceiling far under the clients' demand makes orders take tens of seconds; a
+    // window opened before the first of them end counts the loop filling up, not its throughput.
+    let windowFrom = Infinity;
+    let stopAt = t0 + maxWarmupMs + measureMs;
     // The window's counters are read at its ends, not after the clients stop waiting.
     let before: Counts = {};
     let after: Counts = {};
@@ -382,16 +392,24 @@ async function simulate(
     let cpuTo = cpuFrom;
     let creditsFrom = 0;
     let creditsTo = 0;
-    const snap = setTimeout(() => {
+    let snapEnd: NodeJS.Timeout | undefined;
+    const open = () => {
+      if (windowFrom !== Infinity) return;
+      windowFrom = performance.now();
+      stopAt = windowFrom + measureMs;
       before = bench.counters();
       cpuFrom = cpuSample();
       creditsFrom = credits?.paid ?? 0;
+      snapEnd = setTimeout(() => {
+        after = bench.counters();
+        cpuTo = cpuSample();
+        creditsTo = credits?.paid ?? 0;
+      }, measureMs);
+    };
+    const snap = setTimeout(open, maxWarmupMs);
+    const minWarmup = setTimeout(() => {
+      if (done.length >= clients) open();
     }, warmupMs);
-    const snapEnd = setTimeout(() => {
-      after = bench.counters();
-      cpuTo = cpuSample();
-      creditsTo = credits?.paid ?? 0;
-    }, warmupMs + measureMs);
     await Promise.all(
       Array.from({ length: clients }, async () => {
         while (performance.now() < stopAt) {
@@ -408,13 +426,29 @@ async function simulate(
           // Past the window a client stops waiting: the drain below follows what is left.
           const at = await terminal(orderId, stopAt + 5_000);
           if (at !== undefined) done.push({ at, latency: at - sentAt });
+          if (done.length >= clients && performance.now() >= t0 + warmupMs) open();
         }
       }),
     );
     clearTimeout(snap);
+    clearTimeout(minWarmup);
     clearTimeout(snapEnd);
+    const warmedUpSeconds = (windowFrom - t0) / 1000;
     const inWindow = done.filter((d) => d.at >= windowFrom && d.at < stopAt);
     const windowSeconds = measureMs / 1000;
+    // How full the model's binding resource was in the window (1 = at its scaled limit): under
+    // about 0.9 the ceiling was not reached, and the clients or the machine bound instead.
+    const windowAccounts = accountLoads(before, after, windowSeconds);
+    const bindingUse = !bClock
+      ? null
+      : bClock.source === 'storageAccountRequestsPerSecond'
+        ? Math.max(0, ...Object.values(windowAccounts).map((a) => a.requests)) / (bClock.limit as number)
+        : bClock.source === 'tablePartitionEntitiesPerSecond'
+          ? Math.max(0, ...Object.values(indexPartitionRates(before, after, windowSeconds))) /
+            (bClock.limit as number)
+          : bClock.source === 'serviceBusStandardCreditsPerSecond'
+            ? (creditsTo - creditsFrom) / windowSeconds / (bClock.limit as number)
+            : null;
     // Drain: every acknowledged order must end, then the invariants of DESIGN.md.
     const ctx = {
       stack: bench.stack,
@@ -431,7 +465,7 @@ async function simulate(
       }),
     } as unknown as ChaosContext;
     const observed = new Map<string, ProcessState[]>();
-    const bound = lostOrderBound(settings, 3, Math.ceil((warmupMs + measureMs) / 1000));
+    const bound = lostOrderBound(settings, 3, Math.ceil((warmedUpSeconds * 1000 + measureMs) / 1000));
     const finals: Map<string, OrderState> = await drain(ctx, Date.now() + bound.seconds * 1000, (s) => {
       const seen = observed.get(s.orderId) ?? [];
       if (seen[seen.length - 1] !== s.processState) seen.push(s.processState);
@@ -479,10 +513,12 @@ async function simulate(
       accountRequestsPerSecond: perAccount(before, after, windowSeconds),
       serviceBusRefusals: credits?.refused ?? 0,
       rest: accountLoads(restBefore, restAfter, restSeconds),
-      window: accountLoads(before, after, windowSeconds),
+      window: windowAccounts,
+      bindingUse,
       restIndex: indexPartitionRates(restBefore, restAfter, restSeconds),
       restPartitions: busiestPartitions(restBefore, restAfter, restSeconds, 6),
       settledSeconds: settled,
+      warmedUpSeconds,
       perOrder: perOrderCounts(before, after, inWindow.length),
       windowPartitions: busiestPartitions(before, after, windowSeconds, 6),
       windowIndex: indexPartitionRates(before, after, windowSeconds),
@@ -520,7 +556,7 @@ async function main(): Promise<void> {
   log(
     `bench:simulation ${quick ? '--quick' : '(full)'}: ${cpus().length} cores, Node ${process.version}, ${started.toISOString()}; ` +
       `loads per order from ${from} (measured ${measured.date}); ${clients} clients in a closed loop; ` +
-      `window ${measureMs / 1000} s after ${warmupMs / 1000} s warm-up`,
+      `window ${measureMs / 1000} s, opened after at least ${warmupMs / 1000} s once as many orders as clients have ended (at most ${maxWarmupMs / 1000} s)`,
   );
   const results: RunResult[] = [];
   for (const run of runs.filter((r) => !only || only.includes(r.name))) {
@@ -543,7 +579,7 @@ async function main(): Promise<void> {
         `refused per account ${JSON.stringify(r.refusedBy.account)}; most refused partitions ${JSON.stringify(r.refusedBy.partition)}`,
     );
     log(
-      `   start-up burst over after ${r.settledSeconds.toFixed(0)} s; machine CPU busy ${(r.cpuBusy * 100).toFixed(0)} % of ${cpus().length} cores in the window (load ${r.loadAverage.toFixed(2)}); ` +
+      `   start-up burst over after ${r.settledSeconds.toFixed(0)} s; window opened after ${r.warmedUpSeconds.toFixed(0)} s of clients; machine CPU busy ${(r.cpuBusy * 100).toFixed(0)} % of ${cpus().length} cores in the window (load ${r.loadAverage.toFixed(2)}); ` +
         `SB credits/s at rest ${r.restCredits.toFixed(1)}, in the window ${r.windowCredits.toFixed(1)}`,
     );
     const r1 = (v: number) => Math.round(v * 10) / 10;
@@ -594,6 +630,7 @@ async function main(): Promise<void> {
         'model + clock',
         'measured',
         'error',
+        'binding use',
         'CPU',
         'p50 ms',
         'throttled',
@@ -619,6 +656,7 @@ async function main(): Promise<void> {
           fmt(r.predictedWithClock, 2),
           r.measured.toFixed(2),
           err(c),
+          r.bindingUse === null ? '-' : `${(r.bindingUse * 100).toFixed(0)} %`,
           `${(r.cpuBusy * 100).toFixed(0)} %`,
           String(Math.round(r.p50)),
           `${r.tableRefusals.partition}p/${r.tableRefusals.account}a/${r.serviceBusRefusals}sb`,
