@@ -682,7 +682,8 @@ async function main(): Promise<void> {
     const x = (f: (r: RunResult) => number) => (f(hi) / f(lo)).toFixed(2);
     log(
       `  (b) ${varies === 'partitions' ? 'P' : 'accounts'} ${n(lo)} -> ${n(hi)}: model per order only x${x((r) => r.predicted as number)}, ` +
-        `model + clock x${x((r) => r.predictedWithClock as number)}, measured x${x((r) => r.measured)}`,
+        `model + clock x${x((r) => r.predictedWithClock as number)}, measured x${x((r) => r.measured)} ` +
+        `(${((hi.measured / lo.measured / ((hi.predictedWithClock as number) / (lo.predictedWithClock as number)) - 1) * 100).toFixed(0)} % off the model's move)`,
     );
   }
   const violations = results.reduce((s, r) => s + r.invariants.violations.length, 0);
