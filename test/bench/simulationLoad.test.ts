@@ -2,8 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   accountLoads,
+  busiestPartitions,
   cpuBusyShare,
   indexPartitionRates,
+  perOrderCounts,
   requestsPerOrder,
 } from '../../bench/simulationLoad.js';
 
@@ -50,4 +52,28 @@ test('OrderIndex partitions: entities read and written per second, every account
 test('CPU busy share between two samples', () => {
   assert.equal(cpuBusyShare({ busy: 100, total: 1000 }, { busy: 600, total: 2000 }), 0.5);
   assert.equal(cpuBusyShare({ busy: 1, total: 1 }, { busy: 1, total: 1 }), 0);
+});
+
+test('the busiest partitions by requests per second, and per-order answers and messages', () => {
+  const before = { 'table.part.InFlight/(scan).requests': 2, 'table.status.404': 1, 'sb.sent': 10 };
+  const after = {
+    'table.part.InFlight/(scan).requests': 12,
+    'table.part.Orders/abc.requests': 4,
+    'table.part.Orders/abc.read': 40,
+    'table.part.OrderIndex/state:Pending:1.requests': 0,
+    'table.status.404': 21,
+    'table.status.503': 10,
+    'sb.sent': 30,
+    'sb.abandoned': 2,
+    'sb.delivered.scheduler': 99, // per entity: not a total
+  };
+  assert.deepEqual(busiestPartitions(before, after, 2, 1), { 'InFlight/(scan)': 5 });
+  assert.deepEqual(busiestPartitions(before, after, 2, 5), { 'InFlight/(scan)': 5, 'Orders/abc': 2 });
+  assert.deepEqual(perOrderCounts(before, after, 10), {
+    'status.404': 2,
+    'status.503': 1,
+    'sb.sent': 2,
+    'sb.abandoned': 0.2,
+  });
+  assert.deepEqual(perOrderCounts(before, after, 0), {});
 });
