@@ -52,8 +52,10 @@ import { TableThrottle } from './tableThrottle.js';
  * end in Error or have a duplicate effect.
  *
  * The per-order loads come from the capacity bench (bench/results/capacity.json, or --from FILE).
- * Flags: --quick (shorter windows), --only name[,name], --clients N, --k-standard K (runs (a)),
- * --k-tables K (the partition runs of (b)), --k-accounts K (the account runs of (b)).
+ * Flags: --quick (shorter windows), --only name[,name], --clients N (every run; default 48, 96 for
+ * the partition runs), --k-standard K (runs (a)), --k-tables K (the partition runs of (b)),
+ * --k-accounts K (the account runs of (b)), --rest-seconds S (the at-rest window),
+ * --settle-seconds S (longest wait for the start-up burst), --max-warmup-seconds S.
  */
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
