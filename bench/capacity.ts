@@ -159,6 +159,12 @@ function printLoads(loads: OrderLoad[]): void {
       ['what', ...loads.map((l) => l.kind)],
       [
         ['table requests', ...loads.map((l) => l.tableRequests.toFixed(1))],
+        ...[...new Set(loads.flatMap((l) => Object.keys(l.tableRequestsByTable ?? {})))]
+          .sort()
+          .map((t) => [
+            `  of which ${t}`,
+            ...loads.map((l) => (l.tableRequestsByTable?.[t] ?? 0).toFixed(1)),
+          ]),
         ...fns.map((f) => [
           `executions ${f}`,
           ...loads.map((l) =>

@@ -185,10 +185,21 @@ export function orderLoad(
       (a, b) => a.table.localeCompare(b.table) || a.partition.localeCompare(b.partition),
     ),
     tableRequests: mean('table.transactions'),
+    tableRequestsByTable: byTable(sum, n),
     entities: [...entities.values()].sort((a, b) => a.entity.localeCompare(b.entity)),
     bytesIn: mean('amqp.out.transferBytes'),
     bytesOut: mean('amqp.in.transferBytes'),
     executions,
     executionMs: Object.fromEntries(Object.entries(durations).map(([f, ds]) => [f, percentile(ds, 50)])),
   };
+}
+
+/** Requests per order by table, from the proxy's `account.{a}.table.{t}.{kind}` (refusals left out). */
+function byTable(sum: Counts, n: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(sum)) {
+    const m = /^table\.account\.[^.]+\.table\.([^.]*)\.(read|query|write|batch)$/.exec(k);
+    if (m) out[m[1] || '?'] = (out[m[1] || '?'] ?? 0) + v / n;
+  }
+  return out;
 }

@@ -36,6 +36,8 @@ export interface OrderLoad {
   sharedPartitions: PartitionLoad[];
   /** Every table request the order made (one storage account today). */
   tableRequests: number;
+  /** The same requests by table (a batch by its target's table). */
+  tableRequestsByTable?: Record<string, number>;
   entities: EntityLoad[];
   /** AMQP transfer-frame bytes, client to broker (in) and broker to client (out). */
   bytesIn: number;
@@ -146,6 +148,21 @@ export function mixLoads(loads: readonly OrderLoad[], weights: Record<string, nu
   };
 }
 
+/**
+ * Load that runs on a clock, not per order: each instance's Supervisor sweep of every account,
+ * the repair passes, call-budget lease renewals. Per second, on the busiest instance of each
+ * resource; it grows with instances and schedules, not with orders, so it takes its share of a
+ * limit before any order does. Measured at rest on the same deployment (bench/simulation.ts).
+ */
+export interface ClockLoad {
+  /** Table requests per second on the busiest storage account. */
+  accountRequestsPerSecond?: number;
+  /** Entities per second on the busiest partition of a spread family (`OrderIndex/state:Pending:#`). */
+  partitionEntitiesPerSecond?: Readonly<Record<string, number>>;
+  /** Credits per second a Standard namespace spends. */
+  namespaceCreditsPerSecond?: number;
+}
+
 /** One line of the capacity table. */
 export interface Ceiling {
   resource: string;
@@ -157,17 +174,29 @@ export interface Ceiling {
   source: LimitKey | 'measured' | null;
   /** Orders per second the resource carries at this deployment; null when nothing limits it. */
   ordersPerSecond: number | null;
+  /** Per second of the limit spent on a clock before any order (ClockLoad). */
+  clockLoad?: number;
   note?: string;
 }
 
-const ceilingOf = (limit: number, perOrder: number): number | null =>
-  perOrder > 0 ? limit / perOrder : null;
+/** What is left of a limit after the clock-driven load, divided by the load per order. */
+const ceilingOf = (limit: number, perOrder: number, clock = 0): number | null =>
+  perOrder > 0 ? Math.max(0, limit - clock) / perOrder : null;
+
+/** `clockLoad` on a ceiling only when there is some. */
+const clocked = (clock: number | undefined) => (clock ? { clockLoad: clock } : {});
 
 /** Credits a Standard namespace spends per order: sends, receives, filter evaluations. */
 export const standardCredits = (e: EntityLoad): number => e.sent + e.received + e.filterEvaluations;
 
 /** Each resource's ceiling at a deployment. */
-export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, layout: Layout): Ceiling[] {
+export function ceilings(
+  load: OrderLoad,
+  d: Deployment,
+  limits: LimitTable,
+  layout: Layout,
+  clock: ClockLoad = {},
+): Ceiling[] {
   const out: Ceiling[] = [];
   const partitionLimit = limits.value('tablePartitionEntitiesPerSecond');
   // Spread tables: the family's load divides over partitions per state and over accounts.
@@ -184,13 +213,15 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
   // A kind the mix gives no weight leaves partitions with no load: they limit nothing.
   for (const [key, f] of [...families].filter(([, f]) => f.ops > 0).sort((a, b) => b[1].ops - a[1].ops)) {
     const perPartition = f.ops / spread;
+    const onClock = clock.partitionEntitiesPerSecond?.[key];
     out.push({
       resource: `table partition ${key}${spread > 1 ? ` (each of ${spread})` : ''}`,
       perOrder: perPartition,
       unit: 'entities',
       limit: partitionLimit,
       source: 'tablePartitionEntitiesPerSecond',
-      ordersPerSecond: ceilingOf(partitionLimit, perPartition),
+      ordersPerSecond: ceilingOf(partitionLimit, perPartition, onClock),
+      ...clocked(onClock),
       note: `measured over ${f.names.size} partition name(s); spread assumed uniform by order id`,
     });
   }
@@ -232,7 +263,8 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
     unit: 'requests',
     limit: accountLimit,
     source: 'storageAccountRequestsPerSecond',
-    ordersPerSecond: ceilingOf(accountLimit, perAccount),
+    ordersPerSecond: ceilingOf(accountLimit, perAccount, clock.accountRequestsPerSecond),
+    ...clocked(clock.accountRequestsPerSecond),
     note: "the Functions host's own storage (AzureWebJobsStorage) is not counted",
   });
   const ns = d.serviceBusNamespaces;
@@ -246,7 +278,8 @@ export function ceilings(load: OrderLoad, d: Deployment, limits: LimitTable, lay
       unit: 'credits',
       limit,
       source: 'serviceBusStandardCreditsPerSecond',
-      ordersPerSecond: ceilingOf(limit, credits),
+      ordersPerSecond: ceilingOf(limit, credits, clock.namespaceCreditsPerSecond),
+      ...clocked(clock.namespaceCreditsPerSecond),
       note: 'sends + receives + filter evaluations',
     });
   } else {

@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../emulators/servicebus/config.js';
 import { spawnLocalHost, type SpawnedLocalHost } from '../local/host/index.js';
@@ -26,11 +26,21 @@ import {
   terminalStates,
   type BenchStack,
 } from './benchStack.js';
-import { binding, type Deployment, type Layout, type OrderLoad } from './capacityModel.js';
+import { binding, type ClockLoad, type Deployment, type Layout, type OrderLoad } from './capacityModel.js';
 import { parseLimitTable } from './limits.js';
 import { NamespaceCredits } from './serviceBusCredits.js';
-import { compare, enforcedCeilings, scaledLimits } from './simulationModel.js';
-import { percentile, formatTable } from './stats.js';
+import { clockLoadAtRest, compare, enforcedCeilings, scaledLimits } from './simulationModel.js';
+import {
+  accountLoads,
+  busiestPartitions,
+  cpuBusyShare,
+  perOrderCounts,
+  cpuSample,
+  indexPartitionRates,
+  requestsPerOrder,
+  type AccountLoad,
+} from './simulationLoad.js';
+import { percentile, formatTable, type Counts } from './stats.js';
 import { TableThrottle } from './tableThrottle.js';
 
 /**
@@ -42,8 +52,10 @@ import { TableThrottle } from './tableThrottle.js';
  * end in Error or have a duplicate effect.
  *
  * The per-order loads come from the capacity bench (bench/results/capacity.json, or --from FILE).
- * Flags: --quick (shorter windows), --only name[,name], --clients N, --k-standard K (runs (a)),
- * --k-tables K (the partition runs of (b)), --k-accounts K (the account runs of (b)).
+ * Flags: --quick (shorter windows), --only name[,name], --clients N (every run; default 48, 96 for
+ * the partition runs), --k-standard K (runs (a)), --k-tables K (the partition runs of (b)),
+ * --k-accounts K (the account runs of (b)), --rest-seconds S (the at-rest window),
+ * --settle-seconds S (longest wait for the start-up burst), --max-warmup-seconds S.
  */
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -77,6 +89,8 @@ export interface SimRun {
   /** Limits divided by k; Infinity enforces nothing. */
   k: number;
   serviceBusCredits: boolean;
+  /** Clients in the closed loop when --clients does not say (default 48). */
+  clients?: number;
 }
 
 const kStandard = Number(flag('k-standard') ?? 14);
@@ -113,6 +127,9 @@ const runs: SimRun[] = [
     accounts,
     k: kTables,
     serviceBusCredits: false,
+    // At P = 2 an order waits 8-17 s on its partition: 48 clients ask for fewer than the 4
+    // orders/s the model allows (x1.51 measured at 48 on 2026-11-26 03:51, x1.92 at 96).
+    clients: 96,
   })),
   ...[1, 2].map((n): SimRun => ({
     name: `accounts-${n}`,
@@ -126,14 +143,45 @@ const runs: SimRun[] = [
   })),
 ];
 const only = flag('only')?.split(',');
-const clients = Number(flag('clients') ?? 48);
+const clientsFlag = flag('clients');
+const clientsOf = (run: SimRun): number => Number(clientsFlag ?? run.clients ?? 48);
 const warmupMs = quick ? 6_000 : 10_000;
+/** The longest warm-up: the window opens then even if fewer orders than clients have ended. */
+const maxWarmupMs = Number(flag('max-warmup-seconds') ?? 90) * 1000;
+/** The deployment at rest before the clients start: its clock-driven load, per second. */
+const restMs = Number(flag('rest-seconds') ?? (quick ? 10 : 20)) * 1000;
+/**
+ * Start-up is not rest: each host's first Supervisor runs query every index partition of every
+ * account (the retention purge's first slice, then idle for ten minutes; the repair pass the empty
+ * ledger makes due), a burst that at k = 500 fills an account for tens of seconds. The rest window
+ * and the clients wait until a 3 s slice has no OrderIndex request (at most --settle-seconds).
+ */
+const settleMaxMs = Number(flag('settle-seconds') ?? 120) * 1000;
+
+async function settle(bench: BenchStack): Promise<number> {
+  const t0 = performance.now();
+  await sleep(3_000);
+  for (;;) {
+    const from = bench.counters();
+    await sleep(3_000);
+    const to = bench.counters();
+    const index = Object.keys(to)
+      .filter((k) => /^table\.account\.[^.]+\.table\.OrderIndex\./.test(k))
+      .reduce((n, k) => n + to[k] - (from[k] ?? 0), 0);
+    if (index === 0 || performance.now() - t0 > settleMaxMs) return (performance.now() - t0) / 1000;
+  }
+}
 const measureMs = quick ? 15_000 : 30_000;
 
 interface RunResult {
   run: SimRun;
+  /** The model per order only (as before the clock-driven term). */
   predicted: number | null;
+  /** The model with the clock-driven load measured at rest (ClockLoad): the figure (a) and (b) check. */
+  predictedWithClock: number | null;
   bindingResource: string;
+  bindingWithClock: string;
+  clock: ClockLoad;
   measured: number;
   completed: number;
   submitted: number;
@@ -147,6 +195,29 @@ interface RunResult {
   /** Table requests per second each account served in the window (the proxy's count). */
   accountRequestsPerSecond: Record<string, number>;
   serviceBusRefusals: number;
+  /** Per account: requests/s at rest (no orders) and in the window, by table. */
+  rest: Record<string, AccountLoad>;
+  window: Record<string, AccountLoad>;
+  /** OrderIndex entities/s per partition at rest and in the window. */
+  restIndex: Record<string, number>;
+  /** The partitions with the most requests per second at rest and in the window. */
+  restPartitions: Record<string, number>;
+  /** Seconds from start-up until the burst of first runs was over (settle). */
+  settledSeconds: number;
+  /** The binding resource's use in the window over its scaled limit (1 = full). */
+  bindingUse: number | null;
+  /** Seconds from the first client's start until the window opened (the loop full). */
+  warmedUpSeconds: number;
+  /** Per order completed in the window: table answers by status, Service Bus sends/deliveries/abandons. */
+  perOrder: Record<string, number>;
+  windowPartitions: Record<string, number>;
+  windowIndex: Record<string, number>;
+  /** Service Bus credits/s paid at rest and in the window (when credits are enforced). */
+  restCredits: number;
+  windowCredits: number;
+  /** Share of the machine's cores busy in the window (every process, not only the bench's). */
+  cpuBusy: number;
+  loadAverage: number;
   /** Orders the clients saw end in the store without their terminal status event. */
   missingEvents: number;
   busiestPartition: { key: string; entitiesPerSecond: number };
@@ -234,12 +305,8 @@ async function simulate(
     perInstanceConcurrency: 16,
     instanceMemoryMB: 512,
   };
-  const cs = enforced
-    ? enforcedCeilings(load, deployment, scaled, layout, {
-        tables: true,
-        serviceBusCredits: run.serviceBusCredits,
-      })
-    : [];
+  const enforcedHere = { tables: true, serviceBusCredits: run.serviceBusCredits };
+  const cs = enforced ? enforcedCeilings(load, deployment, scaled, layout, enforcedHere) : [];
   const b = cs.length > 0 ? binding(cs) : undefined;
   const tableThrottle = enforced
     ? new TableThrottle({
@@ -300,13 +367,58 @@ async function simulate(
       }
       return seen;
     };
+    // At rest: the hosts' sweeps, repair passes and whatever else runs on a clock, with no
+    // orders, over the same deployment (the first seconds after start-up left out).
+    const settled = await settle(bench);
+    const restBefore = bench.counters();
+    const restCreditsBefore = credits?.paid ?? 0;
+    const r0 = performance.now();
+    await sleep(restMs);
+    const restSeconds = (performance.now() - r0) / 1000;
+    const restAfter = bench.counters();
+    const restCredits = ((credits?.paid ?? 0) - restCreditsBefore) / restSeconds;
+    const clock = clockLoadAtRest(
+      accountLoads(restBefore, restAfter, restSeconds),
+      indexPartitionRates(restBefore, restAfter, restSeconds),
+      restCredits,
+    );
+    const csClock = enforced ? enforcedCeilings(load, deployment, scaled, layout, enforcedHere, clock) : [];
+    const bClock = csClock.length > 0 ? binding(csClock) : undefined;
     let refusedPosts = 0;
     let next = 0;
+    const clients = clientsOf(run);
     const t0 = performance.now();
-    const stopAt = t0 + warmupMs + measureMs;
-    const windowFrom = t0 + warmupMs;
-    let before: Record<string, number> = {};
-    const snap = setTimeout(() => (before = bench.counters()), warmupMs);
+    // The window opens once the closed loop is full: the warm-up has passed and as many orders
+    // have ended as there are clients (each client has been round once), or at the latest after
+    // maxWarmupMs. A ceiling far under the clients' demand makes orders take tens of seconds; a
+    // window opened before the first of them end counts the loop filling up, not its throughput.
+    let windowFrom = Infinity;
+    let stopAt = t0 + maxWarmupMs + measureMs;
+    // The window's counters are read at its ends, not after the clients stop waiting.
+    let before: Counts = {};
+    let after: Counts = {};
+    let cpuFrom = cpuSample();
+    let cpuTo = cpuFrom;
+    let creditsFrom = 0;
+    let creditsTo = 0;
+    let snapEnd: NodeJS.Timeout | undefined;
+    const open = () => {
+      if (windowFrom !== Infinity) return;
+      windowFrom = performance.now();
+      stopAt = windowFrom + measureMs;
+      before = bench.counters();
+      cpuFrom = cpuSample();
+      creditsFrom = credits?.paid ?? 0;
+      snapEnd = setTimeout(() => {
+        after = bench.counters();
+        cpuTo = cpuSample();
+        creditsTo = credits?.paid ?? 0;
+      }, measureMs);
+    };
+    const snap = setTimeout(open, maxWarmupMs);
+    const minWarmup = setTimeout(() => {
+      if (done.length >= clients) open();
+    }, warmupMs);
     await Promise.all(
       Array.from({ length: clients }, async () => {
         while (performance.now() < stopAt) {
@@ -323,13 +435,29 @@ async function simulate(
           // Past the window a client stops waiting: the drain below follows what is left.
           const at = await terminal(orderId, stopAt + 5_000);
           if (at !== undefined) done.push({ at, latency: at - sentAt });
+          if (done.length >= clients && performance.now() >= t0 + warmupMs) open();
         }
       }),
     );
     clearTimeout(snap);
+    clearTimeout(minWarmup);
+    clearTimeout(snapEnd);
+    const warmedUpSeconds = (windowFrom - t0) / 1000;
     const inWindow = done.filter((d) => d.at >= windowFrom && d.at < stopAt);
     const windowSeconds = measureMs / 1000;
-    const after = bench.counters();
+    // How full the model's binding resource was in the window (1 = at its scaled limit): under
+    // about 0.9 the ceiling was not reached, and the clients or the machine bound instead.
+    const windowAccounts = accountLoads(before, after, windowSeconds);
+    const bindingUse = !bClock
+      ? null
+      : bClock.source === 'storageAccountRequestsPerSecond'
+        ? Math.max(0, ...Object.values(windowAccounts).map((a) => a.requests)) / (bClock.limit as number)
+        : bClock.source === 'tablePartitionEntitiesPerSecond'
+          ? Math.max(0, ...Object.values(indexPartitionRates(before, after, windowSeconds))) /
+            (bClock.limit as number)
+          : bClock.source === 'serviceBusStandardCreditsPerSecond'
+            ? (creditsTo - creditsFrom) / windowSeconds / (bClock.limit as number)
+            : null;
     // Drain: every acknowledged order must end, then the invariants of DESIGN.md.
     const ctx = {
       stack: bench.stack,
@@ -346,7 +474,7 @@ async function simulate(
       }),
     } as unknown as ChaosContext;
     const observed = new Map<string, ProcessState[]>();
-    const bound = lostOrderBound(settings, 3, Math.ceil((warmupMs + measureMs) / 1000));
+    const bound = lostOrderBound(settings, 3, Math.ceil((warmedUpSeconds * 1000 + measureMs) / 1000));
     const finals: Map<string, OrderState> = await drain(ctx, Date.now() + bound.seconds * 1000, (s) => {
       const seen = observed.get(s.orderId) ?? [];
       if (seen[seen.length - 1] !== s.processState) seen.push(s.processState);
@@ -373,7 +501,10 @@ async function simulate(
     return {
       run,
       predicted: b ? (b.ordersPerSecond as number) : null,
+      predictedWithClock: bClock ? (bClock.ordersPerSecond as number) : null,
       bindingResource: b ? b.resource.trim() : 'this machine',
+      bindingWithClock: bClock ? bClock.resource.trim() : 'this machine',
+      clock,
       measured: inWindow.length / windowSeconds,
       completed: done.length,
       submitted: submitted.size,
@@ -390,6 +521,20 @@ async function simulate(
         : { account: {}, partition: {} },
       accountRequestsPerSecond: perAccount(before, after, windowSeconds),
       serviceBusRefusals: credits?.refused ?? 0,
+      rest: accountLoads(restBefore, restAfter, restSeconds),
+      window: windowAccounts,
+      bindingUse,
+      restIndex: indexPartitionRates(restBefore, restAfter, restSeconds),
+      restPartitions: busiestPartitions(restBefore, restAfter, restSeconds, 6),
+      settledSeconds: settled,
+      warmedUpSeconds,
+      perOrder: perOrderCounts(before, after, inWindow.length),
+      windowPartitions: busiestPartitions(before, after, windowSeconds, 6),
+      windowIndex: indexPartitionRates(before, after, windowSeconds),
+      restCredits,
+      windowCredits: (creditsTo - creditsFrom) / windowSeconds,
+      cpuBusy: cpuBusyShare(cpuFrom, cpuTo),
+      loadAverage: loadavg()[0],
       missingEvents,
       busiestPartition: busiest(before, after, windowSeconds),
       invariants: {
@@ -419,8 +564,8 @@ async function main(): Promise<void> {
   const limits = parseLimitTable(JSON.parse(readFileSync(join(root, 'bench', 'limits.json'), 'utf8')));
   log(
     `bench:simulation ${quick ? '--quick' : '(full)'}: ${cpus().length} cores, Node ${process.version}, ${started.toISOString()}; ` +
-      `loads per order from ${from} (measured ${measured.date}); ${clients} clients in a closed loop; ` +
-      `window ${measureMs / 1000} s after ${warmupMs / 1000} s warm-up`,
+      `loads per order from ${from} (measured ${measured.date}); ${clientsFlag ?? '48 (96 for the partition runs)'} clients in a closed loop; ` +
+      `window ${measureMs / 1000} s, opened after at least ${warmupMs / 1000} s once as many orders as clients have ended (at most ${maxWarmupMs / 1000} s)`,
   );
   const results: RunResult[] = [];
   for (const run of runs.filter((r) => !only || only.includes(r.name))) {
@@ -430,7 +575,8 @@ async function main(): Promise<void> {
     const r = await simulate(run, load, limits);
     results.push(r);
     log(
-      `   model ${fmt(r.predicted, 2)} orders/s (${r.bindingResource}), measured ${r.measured.toFixed(2)} orders/s, ` +
+      `   model ${fmt(r.predicted, 2)} orders/s per order only, ${fmt(r.predictedWithClock, 2)} with the clock load at rest ` +
+        `(${r.bindingWithClock}; clock ${JSON.stringify(r.clock, (_, v: unknown) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v))}), measured ${r.measured.toFixed(2)} orders/s, ` +
         `p50 ${Math.round(r.p50)} ms p95 ${Math.round(r.p95)} ms; refusals: table partition ${r.tableRefusals.partition} ` +
         `account ${r.tableRefusals.account}, SB sends ${r.serviceBusRefusals}, POSTs ${r.refusedPosts}; busiest index ` +
         `partition ${r.busiestPartition.key} ${r.busiestPartition.entitiesPerSecond.toFixed(1)} entities/s; ` +
@@ -440,6 +586,40 @@ async function main(): Promise<void> {
     log(
       `   table requests/s per account ${JSON.stringify(r.accountRequestsPerSecond, (_, v: unknown) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v))}; ` +
         `refused per account ${JSON.stringify(r.refusedBy.account)}; most refused partitions ${JSON.stringify(r.refusedBy.partition)}`,
+    );
+    log(
+      `   start-up burst over after ${r.settledSeconds.toFixed(0)} s; window opened after ${r.warmedUpSeconds.toFixed(0)} s of clients; machine CPU busy ${(r.cpuBusy * 100).toFixed(0)} % of ${cpus().length} cores in the window (load ${r.loadAverage.toFixed(2)}); ` +
+        `SB credits/s at rest ${r.restCredits.toFixed(1)}, in the window ${r.windowCredits.toFixed(1)}`,
+    );
+    const r1 = (v: number) => Math.round(v * 10) / 10;
+    const byTable = (t: Record<string, number>) =>
+      Object.entries(t)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${r1(v)}`)
+        .join(', ');
+    for (const a of [...new Set([...Object.keys(r.rest), ...Object.keys(r.window)])].sort()) {
+      const rest = r.rest[a];
+      const win = r.window[a] ?? { requests: 0, throttled: 0, byTable: {}, throttledByTable: {} };
+      log(
+        `   account ${a}: at rest ${r1(rest?.requests ?? 0)} req/s [${byTable(rest?.byTable ?? {})}]; ` +
+          `window ${r1(win.requests)} req/s let through [${byTable(win.byTable)}], ${r1(win.throttled)} refused/s ` +
+          `[${byTable(win.throttledByTable)}]; per completed order beyond rest ${r1(requestsPerOrder(win, rest, r.measured))}`,
+      );
+    }
+    const hot2 = (x: Record<string, number>) =>
+      Object.entries(x)
+        .map(([k, v]) => `${k} ${r1(v)}`)
+        .join(', ');
+    const hot = (x: Record<string, number>) =>
+      Object.entries(x)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 4)
+        .map(([k, v]) => `${k} ${r1(v)}`)
+        .join(', ');
+    log(`   OrderIndex entities/s at rest [${hot(r.restIndex)}]; window [${hot(r.windowIndex)}]`);
+    log(`   per completed order in the window: ${hot2(r.perOrder)}`);
+    log(
+      `   busiest partitions, requests/s: at rest [${hot(r.restPartitions)}]; window [${hot(r.windowPartitions)}]`,
     );
     for (const v of r.invariants.violations.slice(0, 5)) log(`   ! ${v}`);
   }
@@ -454,9 +634,13 @@ async function main(): Promise<void> {
         'k',
         'clients',
         'binding (model)',
-        'model orders/s',
+        'per order only',
+        'error',
+        'model + clock',
         'measured',
         'error',
+        'binding use',
+        'CPU',
         'p50 ms',
         'throttled',
         'orders',
@@ -464,7 +648,10 @@ async function main(): Promise<void> {
         'violations',
       ],
       results.map((r) => {
-        const c = r.predicted === null ? undefined : compare(r.predicted, r.measured);
+        const c0 = r.predicted === null ? undefined : compare(r.predicted, r.measured);
+        const c = r.predictedWithClock === null ? undefined : compare(r.predictedWithClock, r.measured);
+        const err = (x: typeof c) =>
+          x ? `${x.error >= 0 ? '+' : ''}${(x.error * 100).toFixed(0)} %${x.within ? '' : ' (!)'}` : '-';
         return [
           r.run.name,
           String(r.run.hosts),
@@ -472,10 +659,14 @@ async function main(): Promise<void> {
           String(r.run.accounts),
           Number.isFinite(r.run.k) ? String(r.run.k) : '-',
           String(r.clients),
-          r.bindingResource,
+          r.bindingWithClock,
           fmt(r.predicted, 2),
+          err(c0),
+          fmt(r.predictedWithClock, 2),
           r.measured.toFixed(2),
-          c ? `${c.error >= 0 ? '+' : ''}${(c.error * 100).toFixed(0)} %${c.within ? '' : ' (!)'}` : '-',
+          err(c),
+          r.bindingUse === null ? '-' : `${(r.bindingUse * 100).toFixed(0)} %`,
+          `${(r.cpuBusy * 100).toFixed(0)} %`,
           String(Math.round(r.p50)),
           `${r.tableRefusals.partition}p/${r.tableRefusals.account}a/${r.serviceBusRefusals}sb`,
           String(r.invariants.orders),
@@ -486,12 +677,15 @@ async function main(): Promise<void> {
     ),
   );
   for (const varies of ['partitions', 'accounts'] as const) {
-    const b = results.filter((r) => r.run.varies === varies && r.predicted !== null);
+    const b = results.filter((r) => r.run.varies === varies && r.predictedWithClock !== null);
     if (b.length < 2) continue;
     const [lo, hi] = [b[0], b[b.length - 1]];
     const n = (r: RunResult) => (varies === 'partitions' ? r.run.partitions : r.run.accounts);
+    const x = (f: (r: RunResult) => number) => (f(hi) / f(lo)).toFixed(2);
     log(
-      `  (b) ${varies === 'partitions' ? 'P' : 'accounts'} ${n(lo)} -> ${n(hi)}: model x${((hi.predicted as number) / (lo.predicted as number)).toFixed(2)}, measured x${(hi.measured / lo.measured).toFixed(2)}`,
+      `  (b) ${varies === 'partitions' ? 'P' : 'accounts'} ${n(lo)} -> ${n(hi)}: model per order only x${x((r) => r.predicted as number)}, ` +
+        `model + clock x${x((r) => r.predictedWithClock as number)}, measured x${x((r) => r.measured)} ` +
+        `(${((hi.measured / lo.measured / ((hi.predictedWithClock as number) / (lo.predictedWithClock as number)) - 1) * 100).toFixed(0)} % off the model's move)`,
     );
   }
   const violations = results.reduce((s, r) => s + r.invariants.violations.length, 0);
@@ -507,7 +701,7 @@ async function main(): Promise<void> {
         mode: quick ? 'quick' : 'full',
         loadsFrom: from,
         loadsMeasured: measured.date,
-        clients,
+        clients: clientsFlag ?? 'per run',
         warmupMs,
         measureMs,
         settings,

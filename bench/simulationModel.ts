@@ -1,4 +1,12 @@
-import { ceilings, type Ceiling, type Deployment, type Layout, type OrderLoad } from './capacityModel.js';
+import {
+  ceilings,
+  familyOf,
+  type Ceiling,
+  type ClockLoad,
+  type Deployment,
+  type Layout,
+  type OrderLoad,
+} from './capacityModel.js';
 import type { LimitKey, LimitTable } from './limits.js';
 
 /**
@@ -35,8 +43,9 @@ export function enforcedCeilings(
   limits: LimitTable,
   layout: Layout,
   enforced: Enforced,
+  clock: ClockLoad = {},
 ): Ceiling[] {
-  return ceilings(load, d, limits, layout).filter((c) => {
+  return ceilings(load, d, limits, layout, clock).filter((c) => {
     if (c.source === 'tablePartitionEntitiesPerSecond' || c.source === 'storageAccountRequestsPerSecond')
       return enforced.tables;
     if (c.source === 'serviceBusStandardCreditsPerSecond') return enforced.serviceBusCredits;
@@ -52,4 +61,26 @@ export function compare(
 ): { error: number; within: boolean } {
   const error = (measured - predicted) / predicted;
   return { error, within: Math.abs(error) <= tolerance };
+}
+
+/**
+ * The clock-driven load measured at rest on the run's deployment, as the model takes it: the
+ * busiest account's requests per second, the busiest partition of each OrderIndex family, and
+ * the namespace's credits.
+ */
+export function clockLoadAtRest(
+  accounts: Readonly<Record<string, { requests: number }>>,
+  indexPartitions: Readonly<Record<string, number>>,
+  creditsPerSecond: number,
+): ClockLoad {
+  const families: Record<string, number> = {};
+  for (const [p, v] of Object.entries(indexPartitions)) {
+    const key = `OrderIndex/${familyOf(p)}`;
+    families[key] = Math.max(families[key] ?? 0, v);
+  }
+  return {
+    accountRequestsPerSecond: Math.max(0, ...Object.values(accounts).map((a) => a.requests)),
+    partitionEntitiesPerSecond: families,
+    namespaceCreditsPerSecond: creditsPerSecond,
+  };
 }

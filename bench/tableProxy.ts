@@ -213,9 +213,12 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
         ? partitionCharge(req.method ?? 'GET', req.url ?? '/', kind, table, body)
         : undefined;
       const refusal = throttle && kind !== 'admin' ? throttle.admit(charge, account) : undefined;
+      // Per account and table (a batch by its target's table): what spends each account's requests.
+      const tableOf = kind === 'batch' ? (batchTarget(body.toString('utf8'))?.table ?? '?') : table;
       if (refusal) {
         bump(counts, `throttled.${refusal.scope}`);
         bump(counts, `account.${account}.throttled`);
+        bump(counts, `account.${account}.table.${tableOf}.throttled`);
         bump(counts, `status.${refusal.status}`);
         const answer = tableErrorResponse(refusal);
         res.writeHead(answer.status, answer.headers);
@@ -225,6 +228,7 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
       if (kind !== 'admin') {
         bump(counts, 'transactions');
         bump(counts, `account.${account}.transactions`);
+        bump(counts, `account.${account}.table.${tableOf}.${kind}`);
         bump(counts, kind);
         if (table) bump(counts, `${table}.${kind}`);
         if (kind === 'batch') bump(counts, 'batchOperations', batchOperationCount(body.toString('latin1')));

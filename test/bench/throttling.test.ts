@@ -10,7 +10,7 @@ import { RateLimiter } from '../../bench/rateLimit.js';
 import { NamespaceCredits } from '../../bench/serviceBusCredits.js';
 import { startTableProxy, type TableProxy } from '../../bench/tableProxy.js';
 import { TableThrottle } from '../../bench/tableThrottle.js';
-import { compare, enforcedCeilings, scaledLimits } from '../../bench/simulationModel.js';
+import { clockLoadAtRest, compare, enforcedCeilings, scaledLimits } from '../../bench/simulationModel.js';
 import { parseLimitTable } from '../../bench/limits.js';
 import type { Deployment, OrderLoad } from '../../bench/capacityModel.js';
 
@@ -269,6 +269,64 @@ describe('the capacity model at limits / k', () => {
     );
     // 10 entities per order over 2 partitions, 200 entities/s each: 40 orders/s.
     assert.equal(Math.min(...tablesOnly.map((c) => c.ordersPerSecond as number)), 40);
+  });
+
+  it('takes the clock-driven load off a limit before dividing it by the load per order', () => {
+    // k = 500: 40 requests/s per account. 16 requests per order; the sweeps take 8/s at rest.
+    const s = scaledLimits(limits, 500);
+    const clock = clockLoadAtRest(
+      { devstoreaccount1: { requests: 8 }, orders2: { requests: 2 } },
+      { 'state:Pending:1': 0.5, 'state:Pending:7': 1 },
+      3,
+    );
+    assert.equal(clock.accountRequestsPerSecond, 8, 'the busiest account');
+    assert.deepEqual(clock.partitionEntitiesPerSecond, { 'OrderIndex/state:Pending:#': 1 });
+    const account = (accounts: number, c = clock) =>
+      enforcedCeilings(
+        load,
+        { ...d, storageAccounts: accounts },
+        s,
+        { spreadTables: ['OrderIndex'] },
+        {
+          tables: true,
+          serviceBusCredits: true,
+        },
+        c,
+      ).find((x) => x.source === 'storageAccountRequestsPerSecond');
+    assert.equal(account(1)?.ordersPerSecond, (40 - 8) / 16);
+    assert.equal(account(1)?.clockLoad, 8);
+    // Two accounts: each carries half of every order, and the busiest keeps its clock load.
+    assert.equal(account(2)?.ordersPerSecond, (40 - 8) / 8);
+    // Without a clock load the model is what it was.
+    assert.equal(account(1, {})?.ordersPerSecond, 40 / 16);
+    // A clock load past the limit leaves nothing for orders (never a negative ceiling).
+    assert.equal(account(1, { accountRequestsPerSecond: 50 })?.ordersPerSecond, 0);
+    const partition = enforcedCeilings(
+      load,
+      d,
+      s,
+      { spreadTables: ['OrderIndex'] },
+      {
+        tables: true,
+        serviceBusCredits: true,
+      },
+      clock,
+    ).find((x) => x.source === 'tablePartitionEntitiesPerSecond');
+    // 4 entities/s per partition at k = 500, 1 of them on a clock; 10 entities per order.
+    assert.equal(partition?.ordersPerSecond, (4 - 1) / 10);
+    const credits = enforcedCeilings(
+      load,
+      d,
+      s,
+      { spreadTables: ['OrderIndex'] },
+      {
+        tables: true,
+        serviceBusCredits: true,
+      },
+      clock,
+    ).find((x) => x.source === 'serviceBusStandardCreditsPerSecond');
+    // 2 credits/s at k = 500, 3 of them spent at rest: nothing left for orders.
+    assert.equal(credits?.ordersPerSecond, 0);
   });
 
   it('compare says whether a measurement is within the tolerance', () => {
