@@ -42,7 +42,7 @@ describe('config', () => {
     const app = loadConfig(appConfig);
     assert.deepEqual(
       app.queues.map((q) => q.name),
-      ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts'],
+      ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts', 'poison'],
     );
     assert.equal(app.queues[0].lockDurationMs, 60_000);
     assert.equal(app.queues[0].duplicateDetection.windowMs, 300_000);

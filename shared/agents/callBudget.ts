@@ -79,6 +79,8 @@ export class ServiceCallGate {
   private concurrencyWaits = 0;
   private pausing: Promise<void> | undefined;
   private readonly waiting = new Map<string, { since: number; orderId: string; at: number }>();
+  /** The waiting count the lease row last got from this instance (the operators' readout shows it). */
+  private reportedWaiting = 0;
   /** Recent call durations, for "when does a concurrency slot free up". */
   private readonly durations: number[] = [];
 
@@ -122,6 +124,12 @@ export class ServiceCallGate {
       this.started += 1;
       this.peakInFlight = Math.max(this.peakInFlight, this.pacer.inFlight);
       this.waiting.delete(request.key);
+      // The last waiting request started: say so now, not at the end of a lease that may be a
+      // minute long (one renewal per drained queue), so operators do not see calls waiting that are not.
+      if (this.limited && this.waiting.size === 0 && this.reportedWaiting > 0) {
+        this.reportedWaiting = 0;
+        void this.renew().catch(() => undefined);
+      }
     } else {
       recordCallWait(this.o.service, a.reason);
       // Short inside a long lease (demand grew): renew now rather than at the lease's end.
@@ -272,6 +280,7 @@ export class ServiceCallGate {
     };
     const snap = this.snapshot();
     recordGate(snap, now);
+    this.reportedWaiting = snap.waiting;
     const report: GrantReport = {
       waiting: snap.waiting,
       oldestWaitingSince: snap.oldestWaitingSince,

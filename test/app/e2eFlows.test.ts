@@ -106,7 +106,11 @@ describe('order flows through the stack', { concurrency: true }, () => {
       assert.equal(l.fields.step, l.fn.replace(/Agent$/, ''), JSON.stringify(l));
       assert.equal(l.fields.attempt, 1, JSON.stringify(l));
     }
-    const replies = mine.filter((l) => l.fn === 'scheduler' && l.fields.msg === 'reply applied');
+    // A `waiting` reply (issue 26) only moves complete-by out: it comes when a concurrent test's
+    // 503s at the same service pause its calls on every instance, by design.
+    const replies = mine.filter(
+      (l) => l.fn === 'scheduler' && l.fields.msg === 'reply applied' && l.fields.outcome !== 'waiting',
+    );
     assert.deepEqual(
       replies.map((l) => [l.fields.step, l.fields.attempt]),
       [

@@ -5,6 +5,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 import { randomPorts, startStack, type Stack } from '../../local/stack.js';
 import { orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
 import { StateStore } from '../../shared/stateStore/index.js';
+import { queues } from '../../shared/messaging/entities.js';
 import { Api, Collector, type ApiResponse, orderBody, terminal, waitFor } from './helpers.js';
 
 /**
@@ -297,7 +298,7 @@ describe('operator actions and bad input through the stack', { concurrency: true
     }
   });
 
-  it('a poison message on the scheduler queue is dead-lettered by the host after MaxDeliveryCount, with one alert', async () => {
+  it('a poison message on the scheduler queue is dead-lettered on its first delivery through the host, with one alert', async () => {
     const orderId = randomUUID();
     const messageId = `poison-${orderId}`;
     const sender = bus.createSender('scheduler');
@@ -307,24 +308,36 @@ describe('operator actions and bad input through the stack', { concurrency: true
       body: { type: 'process-order', orderId },
     });
     await sender.close();
-    const dlq = bus.createReceiver('scheduler', { subQueueType: 'deadLetter' });
+    const dlq = bus.createReceiver(queues.poison, { subQueueType: 'deadLetter' });
     try {
-      const dead = await waitFor('the poison message in the dead-letter queue', async () => {
+      const dead = await waitFor('the poison message in the dead-letter queue of poison', async () => {
         const got = await dlq.receiveMessages(10, { maxWaitTimeInMs: 1000 });
-        const mine = got.find((m) => m.messageId === messageId);
+        const mine = got.find((m) => m.messageId === `poison:scheduler:${messageId}`);
         for (const m of got) if (m !== mine) await dlq.abandonMessage(m);
         return mine;
       });
-      assert.equal(dead.deliveryCount, 10);
+      assert.equal(dead.deadLetterReason, 'PoisonMessage');
+      assert.equal(dead.applicationProperties?.poisonDeliveryCount, 1, 'on its first delivery');
+      assert.equal(dead.correlationId, orderId);
       assert.equal(dead.body.orderId, orderId);
       await dlq.completeMessage(dead);
     } finally {
       await dlq.close();
     }
+    const own = bus.createReceiver('scheduler', { subQueueType: 'deadLetter' });
+    try {
+      const there = await own.peekMessages(100);
+      assert.ok(
+        !there.some((m) => m.messageId === messageId),
+        "not in the scheduler's own dead-letter queue",
+      );
+    } finally {
+      await own.close();
+    }
     const alert = await waitFor('poison alert', () => alerts.for(orderId)[0]);
     assert.equal(alert.subject, 'PoisonMessage');
     assert.match(alert.body.reason, /reason/);
-    assert.equal(alerts.for(orderId).length, 1, 'one alert for ten deliveries');
+    assert.equal(alerts.for(orderId).length, 1, 'one alert');
     assert.equal(await store.load(orderId), null, 'no phantom order');
   });
 });
