@@ -1,5 +1,6 @@
 import type { Counter, Gauge } from '@opentelemetry/api';
 import { lazyInstruments } from './instruments.js';
+import { metricNames } from './metricNames.js';
 import type { GateSnapshot } from '../agents/callBudget.js';
 
 /**
@@ -17,18 +18,18 @@ interface Instruments {
 }
 
 const instruments = lazyInstruments((meter): Instruments => ({
-  waits: meter.createCounter('remote.call_waits', {
+  waits: meter.createCounter(metricNames.callWaits, {
     description: 'Requests sent back to their queue to wait for a call slot',
   }),
-  pauses: meter.createCounter('remote.call_pauses', {
+  pauses: meter.createCounter(metricNames.callPauses, {
     description: "Pauses of a service's calls on its 429/503 with Retry-After",
   }),
-  rate: meter.createGauge('remote.call_rate', { description: 'Calls/s this instance may start' }),
-  concurrency: meter.createGauge('remote.call_concurrency', {
+  rate: meter.createGauge(metricNames.callRate, { description: 'Calls/s this instance may start' }),
+  concurrency: meter.createGauge(metricNames.callConcurrency, {
     description: 'Calls this instance may have in flight',
   }),
-  waiting: meter.createGauge('remote.calls_waiting', { description: 'Requests waiting for a call slot' }),
-  oldestWaitingAge: meter.createGauge('remote.oldest_waiting_age', {
+  waiting: meter.createGauge(metricNames.callsWaiting, { description: 'Requests waiting for a call slot' }),
+  oldestWaitingAge: meter.createGauge(metricNames.oldestCallWaitAge, {
     description: 'How long the oldest request waiting for a call slot has waited',
     unit: 's',
   }),

@@ -1,5 +1,6 @@
 import type { Counter, Gauge, Histogram } from '@opentelemetry/api';
 import { lazyInstruments } from './instruments.js';
+import { metricNames } from './metricNames.js';
 import {
   isTerminal,
   outstandingStep,
@@ -30,31 +31,39 @@ interface Instruments {
 }
 
 const instruments = lazyInstruments((meter): Instruments => ({
-  submitted: meter.createCounter('orders.submitted', { description: 'Orders accepted (new, not replays)' }),
-  terminal: meter.createCounter('orders.terminal', { description: 'Orders that reached a terminal state' }),
-  stepDuration: meter.createHistogram('step.duration', {
+  submitted: meter.createCounter(metricNames.ordersSubmitted, {
+    description: 'Orders accepted (new, not replays)',
+  }),
+  terminal: meter.createCounter(metricNames.ordersTerminal, {
+    description: 'Orders that reached a terminal state',
+  }),
+  stepDuration: meter.createHistogram(metricNames.stepDuration, {
     description: "An Agent's remote call for one step, all its HTTP attempts",
     unit: 'ms',
   }),
-  stepAttempts: meter.createCounter('step.attempts', { description: 'Step requests dispatched to Agents' }),
-  stepTimeouts: meter.createCounter('step.timeouts', { description: 'Steps whose complete-by passed' }),
-  givenUp: meter.createCounter('orders.given_up', {
+  stepAttempts: meter.createCounter(metricNames.stepAttempts, {
+    description: 'Step requests dispatched to Agents',
+  }),
+  stepTimeouts: meter.createCounter(metricNames.stepTimeouts, {
+    description: 'Steps whose complete-by passed',
+  }),
+  givenUp: meter.createCounter(metricNames.ordersGivenUp, {
     description: 'Orders the Supervisor stopped retrying',
   }),
-  compensations: meter.createCounter('orders.compensations', {
+  compensations: meter.createCounter(metricNames.ordersCompensations, {
     description: 'Orders that started compensating',
   }),
-  remoteFailures: meter.createCounter('remote.failures', {
+  remoteFailures: meter.createCounter(metricNames.remoteFailures, {
     description: 'Remote calls that failed: business refusals vs operational failures',
   }),
-  inFlight: meter.createGauge('orders.in_flight', {
+  inFlight: meter.createGauge(metricNames.ordersInFlight, {
     description: 'Orders not yet terminal (Supervisor sweep)',
   }),
-  oldestInFlightAge: meter.createGauge('orders.oldest_in_flight_age', {
+  oldestInFlightAge: meter.createGauge(metricNames.ordersOldestInFlightAge, {
     description: 'Age of the oldest order not yet terminal (Supervisor sweep)',
     unit: 's',
   }),
-  deadLetters: meter.createGauge('deadletters', { description: 'Messages in a dead-letter queue' }),
+  deadLetters: meter.createGauge(metricNames.deadLetters, { description: 'Messages in a dead-letter queue' }),
 }));
 
 export function recordSubmitted(): void {

@@ -1,6 +1,7 @@
 import type { Counter, UpDownCounter } from '@opentelemetry/api';
 import { waitingStep, type OrderState } from '../domain/index.js';
 import { lazyInstruments } from './instruments.js';
+import { metricNames } from './metricNames.js';
 
 /**
  * Metrics of waiting steps (issue 25): steps waiting and approvals pending (up-down counters moved
@@ -15,16 +16,16 @@ interface Instruments {
 }
 
 const instruments = lazyInstruments((meter): Instruments => ({
-  waiting: meter.createUpDownCounter('steps.waiting', {
+  waiting: meter.createUpDownCounter(metricNames.stepsWaiting, {
     description: 'Steps waiting for a callback or an operator (nothing held)',
   }),
-  approvalsPending: meter.createUpDownCounter('approvals.pending', {
+  approvalsPending: meter.createUpDownCounter(metricNames.approvalsPending, {
     description: 'Approval steps waiting for an operator',
   }),
-  callbacks: meter.createCounter('callbacks.received', {
+  callbacks: meter.createCounter(metricNames.callbacksReceived, {
     description: 'Callbacks with a valid token, by verdict (applied, duplicate, moved-on)',
   }),
-  refused: meter.createCounter('callbacks.refused', {
+  refused: meter.createCounter(metricNames.callbacksRefused, {
     description: 'Callbacks refused, by reason (forged, expired, malformed, bad-body, too-large)',
   }),
 }));

@@ -106,20 +106,37 @@ test('the metric names are the twenty-one the alerts and the workbook read, unde
   ]);
 });
 
-/** The names the app's sources give their instruments (`meter.createCounter('name', ...)`). */
+/**
+ * The names the app's sources give their instruments: `meter.createCounter(metricNames.key, ...)`
+ * resolves to metricNames.ts's value; a string literal counts as itself (and is refused below).
+ */
 function instrumentNames(sources: SourceFile[]): string[] {
+  const pattern =
+    /\.create(?:Counter|UpDownCounter|Histogram|Gauge|Observable\w+)\(\s*(?:'([^']+)'|metricNames\.(\w+))/g;
+  const byKey = metricNames as Record<string, string>;
+  return sources.flatMap((f) =>
+    [...f.text.matchAll(pattern)].map((m) => m[1] ?? byKey[m[2]!] ?? `metricNames.${m[2]}?`),
+  );
+}
+
+/** Instruments named by a string literal: each name is written once, in metricNames.ts. */
+function literalNames(sources: SourceFile[]): string[] {
   const pattern = /\.create(?:Counter|UpDownCounter|Histogram|Gauge|Observable\w+)\(\s*'([^']+)'/g;
-  return sources.flatMap((f) => [...f.text.matchAll(pattern)].map((m) => m[1]!));
+  return sources.flatMap((f) => [...f.text.matchAll(pattern)].map((m) => `${f.path}: ${m[1]}`));
 }
 
 test('every instrument the app creates is named in metricNames.ts, and every name there is created', () => {
   const created = instrumentNames(appSources);
   assert.ok(created.length >= known.length, `found ${created.length} instruments in the sources`);
   assert.deepEqual([...new Set(created)].sort(), [...known].sort());
-  // An instrument added without its name: the check says which.
+  assert.deepEqual(literalNames(appSources), []);
+  // An instrument added without its name, or by a literal: the checks say which.
   const extra = { path: 'shared/x.ts', text: "meter.createGauge('remote.new_gauge', {})" };
   assert.ok(instrumentNames([...appSources, extra]).includes('remote.new_gauge'));
   assert.ok(!(known as readonly string[]).includes('remote.new_gauge'));
+  assert.deepEqual(literalNames([extra]), ['shared/x.ts: remote.new_gauge']);
+  const unknownKey = { path: 'shared/y.ts', text: 'meter.createGauge(metricNames.newGauge, {})' };
+  assert.deepEqual(instrumentNames([unknownKey]), ['metricNames.newGauge?']);
 });
 
 test('log alerts are read from the Bicep with their KQL, and name only metrics the app emits', () => {
