@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import type { ArchivedOrderView } from './api.js';
+import { StepsTable, type StepRow } from './stepsTable.js';
 import { formatTime, html, StateBadge } from './ui.js';
 
 /**
@@ -15,7 +16,7 @@ export function isArchived(view: unknown): view is ArchivedOrderView {
 
 export function ArchivedOrder({ view, children }: { view: ArchivedOrderView; children?: ComponentChildren }) {
   const state = view.state;
-  const steps = Array.isArray(state.steps) ? (state.steps as Array<Record<string, unknown>>) : [];
+  const steps = Array.isArray(state.steps) ? (state.steps as StepRow[]) : [];
   return html`<section id="archived-order" aria-labelledby="archived-title">
     <h2 id="archived-title">Archived: purged on ${formatTime(view.purgedAt)}</h2>
     <p>
@@ -33,25 +34,7 @@ export function ArchivedOrder({ view, children }: { view: ArchivedOrderView; chi
       <dd>${formatTime(typeof state.stateSince === 'string' ? state.stateSince : null)}</dd>
     </dl>
     <h2>Steps</h2>
-    <table id="steps">
-      <thead>
-        <tr>
-          <th scope="col">Step</th>
-          <th scope="col">Status</th>
-          <th scope="col" class="num">Attempt</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${steps.map(
-          (s) =>
-            html`<tr>
-              <th scope="row">${text(s.name)}</th>
-              <td>${text(s.status)}</td>
-              <td class="num">${text(s.attempt)}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
+    <${StepsTable} steps=${steps} />
     <h2>History</h2>
     ${children}
   </section>`;

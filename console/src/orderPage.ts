@@ -5,6 +5,7 @@ import { Confirm, ErrorNote, formatTime, html, StateBadge } from './ui.js';
 import { WaitingPanel } from './waiting.js';
 import { LegalHoldPanel } from './legalHold.js';
 import { ArchivedOrder, isArchived } from './archivedOrder.js';
+import { StepsTable } from './stepsTable.js';
 
 type Action = 'resubmit' | 'cancel' | 'retry';
 
@@ -188,37 +189,7 @@ export function OrderPage({ orderId }: { orderId: string }) {
             <${WaitingPanel} order=${order} onDone=${load} />
             ${history ? html`<${LegalHoldPanel} orderId=${orderId} history=${history} onDone=${load} />` : null}
             <h2>Steps</h2>
-            <table id="steps">
-              <thead>
-                <tr>
-                  <th scope="col">Step</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="num">Attempt</th>
-                  <th scope="col" class="num">Compensation attempt</th>
-                  <th scope="col">Complete by</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Completed</th>
-                  <th scope="col">Compensated</th>
-                  <th scope="col">Last error</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${order.steps.map(
-                  (s) =>
-                    html`<tr>
-                      <th scope="row">${s.name}</th>
-                      <td>${s.status}</td>
-                      <td class="num">${s.attempt}</td>
-                      <td class="num">${s.compensationAttempt}</td>
-                      <td>${formatTime(s.completeBy)}</td>
-                      <td>${formatTime(s.startedAt)}</td>
-                      <td>${formatTime(s.completedAt)}</td>
-                      <td>${formatTime(s.compensatedAt)}</td>
-                      <td>${s.lastError ?? ''}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
+            <${StepsTable} steps=${order.steps} />`
         : error
           ? null
           : html`<p>Loading…</p>`

@@ -196,6 +196,11 @@ describe('the operator console in Chromium', () => {
     }
     const cancelled = new Set<string>();
     try {
+      // With orders in flight the dashboard names the oldest, its words spaced as written.
+      await openScreen(page, stack.baseUrl, '#/');
+      const oldest = page.locator('#oldest-in-flight');
+      await oldest.waitFor();
+      assert.match(await oldest.innerText(), /^Oldest: [0-9a-f]{8}, \d+ (s|min) of its \d+ (s|min) bound$/);
       await openScreen(page, stack.baseUrl, '#/bulk');
       await page.getByLabel('Action', { exact: true }).selectOption('cancel');
       await page.getByLabel('Customer', { exact: true }).fill(customer);
@@ -215,6 +220,7 @@ describe('the operator console in Chromium', () => {
         await dialog.getByRole('button', { name: /^Cancel \d+ orders$/ }).click();
         const results = page.locator('#bulk-results');
         await results.waitFor();
+        assert.match(await page.locator('#results-title').innerText(), /^Cancel: \d+ of \d+ accepted$/);
         for (const row of await results.locator('tbody tr').all()) {
           const id = (await row.getAttribute('data-order-id'))!;
           assert.ok(mine.has(id));
