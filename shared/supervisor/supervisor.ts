@@ -313,7 +313,10 @@ export async function runSupervisor(
           log.info("timeout postponed: the request waits unread in a busy Agent's queue", { orderId });
           continue;
         }
-        const result = await applyEvent(deps, orderId, { type: 'TimedOut' });
+        // Its history entry names the order's trace (from its submission), not this sweep's.
+        const result = await applyEvent(deps, orderId, { type: 'TimedOut' }, undefined, {
+          historyInOrderTrace: true,
+        });
         if (result.kind !== 'applied') {
           report.alreadyMoved += 1;
           continue;

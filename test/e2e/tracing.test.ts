@@ -229,6 +229,15 @@ test("a retried order's second attempt and the Supervisor's sweep that caused it
     assert.equal(sweep.traceId, t.links[0].traceId);
     assert.notEqual(sweep.traceId, trace[0].traceId, 'the sweep has its own trace');
   }
+  // The history's TimedOut entries name the order's trace too, not the sweep's.
+  const res = await fetch(`${stack.baseUrl}/orders/${ids.hang}/history`, {
+    headers: { authorization: `Bearer ${stack.operatorKey}` },
+  });
+  assert.equal(res.status, 200);
+  const { entries } = (await res.json()) as { entries: Array<{ event: string; traceId?: string }> };
+  const timedOut = entries.filter((e) => e.event === 'TimedOut');
+  assert.equal(timedOut.length, timeouts.length);
+  for (const e of timedOut) assert.equal(e.traceId, trace[0].traceId, "TimedOut names the order's trace");
   // The retry's claim is a child of the Supervisor's span in the order's trace.
   const claimAfter = trace.filter(
     (s) => s.name === 'scheduler' && timeouts.some((t) => t.spanId === s.parentSpanId),
