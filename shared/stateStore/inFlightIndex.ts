@@ -102,6 +102,31 @@ export class InFlightIndex {
   }
 
   /**
+   * A submission whose writes were refused after it put this row: the order most likely does not
+   * exist, so the row waits for one look at the end of its grace instead of a 404 on every sweep
+   * until then. Not deleted: a refusal that was a timeout may have committed the order, and only a
+   * look at the state row after the grace can tell (a committed order is then supervised). Guarded
+   * by the put's ETag, so a concurrent submission of the same order keeps its own CheckAfter.
+   * Best effort: a row left as it was is still resolved by the sweep.
+   */
+  async parkUntilGraceEnds(orderId: string, etag: string | undefined, putAt: Date): Promise<void> {
+    if (etag === undefined) return;
+    try {
+      await this.table.updateEntity(
+        {
+          partitionKey: InFlightIndex.partitionFor(orderId),
+          rowKey: orderId,
+          CheckAfter: new Date(putAt.getTime() + this.graceSeconds * 1000),
+        },
+        'Merge',
+        { etag },
+      );
+    } catch {
+      // the sweep reads the row at its CheckAfter as before
+    }
+  }
+
+  /**
    * Removes a finished order's row in one request when it is still exactly the version this
    * order's own put wrote (`etag`). Any later write of the row (an operator's resubmit, which
    * re-puts the row before the order becomes in-flight again; the sweep moving CheckAfter) changes
