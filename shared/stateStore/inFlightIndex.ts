@@ -19,6 +19,8 @@ export type { ReconcileCursor } from './repairLedger.js';
  *   state row was checked: if anyone re-wrote the row in between, the delete fails (412) and the
  *   row stays; on the hot path the ETag is the one the order's own put returned, kept in its
  *   state row, so the finishing save removes the row in one request (`removeAsWritten`);
+ * - a submission whose writes were refused parks its row until the end of the grace
+ *   (`parkUntilGraceEnds`), so the sweep does not read the missing order on every run;
  * - a row whose order has no state row, or a terminal one, is removed by the sweep only when its
  *   last put (PutAt) is older than the grace: a submission stalled between its put and its
  *   transaction, or a resubmit between its first put and its state write, cannot outlive the host's
