@@ -56,8 +56,8 @@ param failureHardThreshold string = '5'
 @description('Delay before a retry once the soft threshold is passed.')
 param extendedBackoffSeconds string = '120'
 
-@description('Order-status events: process (state changes only) or step (also one per step, one more send each).')
-@allowed(['process', 'step'])
+@description('Order-status events: none (no events; clients poll), process (state changes only) or step (also one per step, one more send each).')
+@allowed(['none', 'process', 'step'])
 param statusEvents string = 'process'
 
 @description('Flex Consumption instance memory (MB). 512 keeps the measured peak under half of it (docs/deploy.md).')

@@ -92,17 +92,20 @@ test('malformed numbers and URLs fail with the setting name', () => {
   );
 });
 
-test('STATUS_EVENTS: process level by default, step level on request, anything else names the setting', () => {
+test('STATUS_EVENTS: process level by default, step or none on request, anything else names the setting', () => {
   assert.equal(loadSettings(base).statusEvents, 'process');
   assert.equal(loadSettings({ ...base, STATUS_EVENTS: 'step' }).statusEvents, 'step');
+  assert.equal(loadSettings({ ...base, STATUS_EVENTS: 'none' }).statusEvents, 'none');
   assert.equal(loadSettings({ ...base, STATUS_EVENTS: ' process ' }).statusEvents, 'process');
-  assert.throws(
-    () => loadSettings({ ...base, STATUS_EVENTS: 'steps' }),
-    (e: unknown) =>
-      e instanceof SettingsError &&
-      e.setting === 'STATUS_EVENTS' &&
-      /must be one of process, step, got "steps"/.test(e.message),
-  );
+  for (const bad of ['steps', 'off']) {
+    assert.throws(
+      () => loadSettings({ ...base, STATUS_EVENTS: bad }),
+      (e: unknown) =>
+        e instanceof SettingsError &&
+        e.setting === 'STATUS_EVENTS' &&
+        new RegExp(`must be one of none, process, step, got "${bad}"`).test(e.message),
+    );
+  }
 });
 
 const limits = { functionTimeoutSeconds: 600, maxAutoLockRenewalSeconds: 300, source: 'host.json' };

@@ -110,7 +110,7 @@ describe('config', () => {
 });
 
 describe('emulator process', () => {
-  it('counts sends, deliveries and settlements per entity', async () => {
+  it('counts sends, deliveries, settlements and peeks per entity', async () => {
     const emulator = await startServiceBusEmulator({ config: doc({ LockDuration: 'PT5S' }), port: 0 });
     const client = new ServiceBusClient(emulator.connectionString);
     try {
@@ -128,6 +128,12 @@ describe('emulator process', () => {
       assert.equal(q.abandoned, 1);
       assert.equal(q.activeMessages, 1);
       assert.equal(emulator.counters().senders.find((s) => s.path === 'q')!.sent, 2);
+      assert.equal(q.peeks, 0);
+      const peeked = await receiver.peekMessages(5);
+      const after = emulator.counters().entities.find((e) => e.path === 'q')!;
+      assert.equal(after.peeks, 1);
+      assert.equal(after.peeked, peeked.length);
+      assert.equal(peeked.length, 1, 'one message left to peek');
     } finally {
       await client.close();
       await emulator.stop();

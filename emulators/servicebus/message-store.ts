@@ -51,6 +51,9 @@ export interface StoreCounters {
   deadLettered: number;
   expired: number;
   lockExpired: number;
+  /** Peek requests, and the messages they returned (Standard bills each peeked message a credit). */
+  peeks: number;
+  peeked: number;
 }
 
 export class SettleError extends Error {
@@ -91,6 +94,8 @@ export class MessageStore {
     deadLettered: 0,
     expired: 0,
     lockExpired: 0,
+    peeks: 0,
+    peeked: 0,
   };
   /** Set by the owner: called whenever a message may have become deliverable. */
   onAvailable: () => void = () => {};
@@ -428,6 +433,13 @@ export class MessageStore {
 
   /** Messages from a sequence number on, in order: active (locked or not), deferred and scheduled. */
   peek(fromSeq: number, count: number): StoredMessage[] {
+    const out = this.peekFrom(fromSeq, count);
+    this.counters.peeks++;
+    this.counters.peeked += out.length;
+    return out;
+  }
+
+  private peekFrom(fromSeq: number, count: number): StoredMessage[] {
     const out: StoredMessage[] = [];
     if (this.ordered) {
       for (const msg of this.messages.values()) {

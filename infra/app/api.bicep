@@ -40,8 +40,8 @@ param maximumInstanceCount int = 100
 @allowed([512, 2048, 4096])
 param instanceMemoryMB int = 512
 
-@description('Order-status events: process (state changes only) or step (also one event per step; one more send per step).')
-@allowed(['process', 'step'])
+@description('Order-status events: none (no events; clients poll), process (state changes only) or step (also one event per step; one more send per step).')
+@allowed(['none', 'process', 'step'])
 param statusEvents string = 'process'
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {

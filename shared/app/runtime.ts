@@ -11,7 +11,7 @@ import { settings, type Settings } from '../config/settings.js';
 import { ServiceBusMessageBus } from '../messaging/bus.js';
 import { openOrderStore } from '../stateStore/index.js';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
-import { IntakeGauge } from '../messaging/intakeGauge.js';
+import { schedulerIntakeGauge } from '../messaging/intakeGauge.js';
 import { ServiceBusDeadLetters } from '../messaging/deadLetters.js';
 import { queues } from '../messaging/entities.js';
 import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
@@ -76,8 +76,7 @@ async function create(s: Settings): Promise<Dependencies> {
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),
     door: {
       limitSeconds: s.admissionBacklogLimitSeconds,
-      // One page is enough to find the head of a backlog worth refusing for.
-      intake: new IntakeGauge(new ServiceBusQueueBacklog(bus.client, queues.scheduler, 1)),
+      intake: schedulerIntakeGauge(bus.client),
     },
     // Deeper than the scheduler's: a burst can queue thousands of requests at one Agent.
     agentBacklog: (queue) => new ServiceBusQueueBacklog(bus.client, queue, 20),

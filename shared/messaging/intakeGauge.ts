@@ -1,4 +1,7 @@
-import type { QueueBacklog } from './backlog.js';
+import type { ServiceBusClient } from '@azure/service-bus';
+import { ServiceBusQueueBacklog, type QueueBacklog } from './backlog.js';
+import { queues } from './entities.js';
+import { ServiceBusQueueHead } from './queueHead.js';
 
 /**
  * How far behind the Scheduler's intake is, measured for the submission door. A peek per
@@ -11,7 +14,7 @@ export class IntakeGauge {
   private pending: Promise<IntakeReading> | undefined;
 
   constructor(
-    private readonly backlog: QueueBacklog,
+    private readonly backlog: Pick<QueueBacklog, 'oldestWaiting'>,
     private readonly sampleMs = 5_000,
     private readonly nowMs: () => number = Date.now,
   ) {}
@@ -39,3 +42,13 @@ export class IntakeGauge {
 
 export type IntakeReading =
   { known: true; oldestWaitingSince: Date | undefined } | { known: false; error: string };
+
+/**
+ * The door's gauge of the scheduler queue, as the app builds it: one peeked message per sample
+ * when an active message heads the queue; past a scheduled head, one page is enough to find the
+ * head of a backlog worth refusing for.
+ */
+export function schedulerIntakeGauge(client: ServiceBusClient, sampleMs?: number): IntakeGauge {
+  const behindTheHead = new ServiceBusQueueBacklog(client, queues.scheduler, 1);
+  return new IntakeGauge(new ServiceBusQueueHead(client, queues.scheduler, behindTheHead), sampleMs);
+}

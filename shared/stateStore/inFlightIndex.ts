@@ -19,6 +19,8 @@ export type { ReconcileCursor } from './repairLedger.js';
  *   state row was checked: if anyone re-wrote the row in between, the delete fails (412) and the
  *   row stays; on the hot path the ETag is the one the order's own put returned, kept in its
  *   state row, so the finishing save removes the row in one request (`removeAsWritten`);
+ * - a submission whose writes were refused parks its row until the end of the grace
+ *   (`parkUntilGraceEnds`), so the sweep does not read the missing order on every run;
  * - a row whose order has no state row, or a terminal one, is removed by the sweep only when its
  *   last put (PutAt) is older than the grace: a submission stalled between its put and its
  *   transaction, or a resubmit between its first put and its state write, cannot outlive the host's
@@ -99,6 +101,31 @@ export class InFlightIndex {
       'Replace',
     );
     return response.etag;
+  }
+
+  /**
+   * A submission whose writes were refused after it put this row: the order most likely does not
+   * exist, so the row waits for one look at the end of its grace instead of a 404 on every sweep
+   * until then. Not deleted: a refusal that was a timeout may have committed the order, and only a
+   * look at the state row after the grace can tell (a committed order is then supervised). Guarded
+   * by the put's ETag, so a concurrent submission of the same order keeps its own CheckAfter.
+   * Best effort: a row left as it was is still resolved by the sweep.
+   */
+  async parkUntilGraceEnds(orderId: string, etag: string | undefined, putAt: Date): Promise<void> {
+    if (etag === undefined) return;
+    try {
+      await this.table.updateEntity(
+        {
+          partitionKey: InFlightIndex.partitionFor(orderId),
+          rowKey: orderId,
+          CheckAfter: new Date(putAt.getTime() + this.graceSeconds * 1000),
+        },
+        'Merge',
+        { etag },
+      );
+    } catch {
+      // the sweep reads the row at its CheckAfter as before
+    }
   }
 
   /**

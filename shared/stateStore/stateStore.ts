@@ -204,7 +204,11 @@ export class StateStore {
       order.customerId,
       initial.workflowVersion,
     );
-    const entered = await this.stateIndex.enter(listed);
+    const refused = async (e: unknown): Promise<never> => {
+      await this.index.parkUntilGraceEnds(order.orderId, indexEtag, initial.updatedAt);
+      throw e;
+    };
+    const entered = await this.stateIndex.enter(listed).catch(refused);
     const actions: TransactionAction[] = [
       [
         'create',
@@ -223,7 +227,7 @@ export class StateStore {
         const existing = await this.getRow(order.orderId, orderRowKey);
         throw new OrderAlreadyExists(order.orderId, existing ? rowToOrder(existing).requestHash : undefined);
       }
-      throw e;
+      return refused(e);
     }
     const etag = (i: number): string => response.subResponses[i]?.etag ?? '*';
     const stored: StoredOrder = {

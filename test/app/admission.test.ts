@@ -100,7 +100,6 @@ describe('submission door: refuse new orders while the Scheduler intake is behin
       intake: new IntakeGauge(
         {
           oldestWaiting: () => Promise.reject(new Error('peek refused')),
-          snapshot: () => Promise.reject(new Error('unused')),
         },
         0,
       ),

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Long from 'long';
+import { HttpRequest } from '@azure/functions';
+import { submitOrder } from '../../shared/http/orderApi.js';
 import { handleSchedulerMessage } from '../../shared/scheduler/scheduler.js';
 import type { StatusEventLevel } from '../../shared/domain/statusEvents.js';
 import { topics } from '../../shared/messaging/entities.js';
 import {
   context,
   freshDeps,
+  load,
   processOrder,
   reply,
   startInfra,
@@ -15,6 +18,7 @@ import {
   type Infra,
   type TestDeps,
 } from './direct.js';
+import { orderBody } from './helpers.js';
 
 /**
  * The level of the order-status topic (STATUS_EVENTS): process-level events always, step-level
@@ -60,6 +64,28 @@ describe('Status events per level', () => {
     return orderId;
   }
 
+  /** A whole order from its POST (which publishes `received`) to Processed. */
+  async function submitAndSucceed(deps: TestDeps): Promise<string> {
+    const res = await submitOrder(
+      deps,
+      new HttpRequest({
+        method: 'POST',
+        url: 'http://127.0.0.1/api/orders',
+        headers: { 'content-type': 'application/json' },
+        body: { string: JSON.stringify(orderBody()) },
+      }),
+      context('submitOrder'),
+    );
+    assert.equal(res.status, 202);
+    const orderId = (res.jsonBody as { orderId: string }).orderId;
+    await deliver(deps, processOrder(orderId));
+    for (const step of ['inventory', 'payment', 'shipping']) {
+      deps.clock.advanceSeconds(1);
+      await deliver(deps, reply(orderId, step, 1, 'succeeded'));
+    }
+    return orderId;
+  }
+
   async function compensate(deps: TestDeps): Promise<string> {
     const orderId = await submitted(deps);
     await deliver(deps, processOrder(orderId));
@@ -75,6 +101,25 @@ describe('Status events per level', () => {
   it('process level (the default): a successful order publishes processed and no step events', async () => {
     const orderId = await succeed(await depsAt(undefined));
     assert.deepEqual(await published(orderId), ['processed']);
+  });
+
+  it('process level (the default): a whole order from its POST publishes received and processed', async () => {
+    const orderId = await submitAndSucceed(await depsAt(undefined));
+    assert.deepEqual(await published(orderId), ['received', 'processed']);
+  });
+
+  it('none level: a whole order from its POST to Processed sends nothing to the topic', async () => {
+    const deps = await depsAt('none');
+    const orderId = await submitAndSucceed(deps);
+    assert.equal((await load(deps, orderId)).state.processState, 'Processed');
+    assert.deepEqual(await published(orderId), []);
+  });
+
+  it('none level: a compensated order sends nothing to the topic either', async () => {
+    const deps = await depsAt('none');
+    const orderId = await compensate(deps);
+    assert.equal((await load(deps, orderId)).state.processState, 'Compensated');
+    assert.deepEqual(await published(orderId), []);
   });
 
   it('step level: each completed step publishes its event before processed', async () => {

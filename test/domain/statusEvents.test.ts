@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { StatusEventName } from '../../shared/domain/index.js';
-import { isPublished, publishedAt } from '../../shared/domain/statusEvents.js';
+import { isPublished, publishedAt, type StatusEventLevel } from '../../shared/domain/statusEvents.js';
 import { apply, at, orderId } from './fixtures.js';
 
 const every: StatusEventName[] = [
@@ -15,7 +15,7 @@ const every: StatusEventName[] = [
 ];
 
 describe('status event levels', () => {
-  it('step level publishes every event; process level all but the step events', () => {
+  it('step level publishes every event; process level all but the step events; none level nothing', () => {
     assert.deepEqual(
       every.filter((e) => isPublished(e, 'step')),
       every,
@@ -24,18 +24,23 @@ describe('status event levels', () => {
       every.filter((e) => isPublished(e, 'process')),
       ['received', 'processed', 'compensating', 'compensated', 'error'],
     );
+    assert.deepEqual(
+      every.filter((e) => isPublished(e, 'none')),
+      [],
+    );
   });
 
-  it('only status commands are dropped: dispatches and the rest go out at either level', () => {
+  it('only status commands are dropped: dispatches and the rest go out at every level', () => {
     const claimed = apply(apply(null, { type: 'Submit', orderId }).state, { type: 'Claim', by: 'i' }, at(1));
     const replied = apply(
       claimed.state,
       { type: 'StepSucceeded', step: 'inventory', run: 1, attempt: 1 },
       at(2),
     );
-    const kinds = (level: 'process' | 'step') =>
+    const kinds = (level: StatusEventLevel) =>
       publishedAt(replied.commands, level).map((c) => (c.type === 'PublishStatus' ? c.event : c.type));
     assert.deepEqual(kinds('step'), ['step-completed', 'DispatchStep']);
     assert.deepEqual(kinds('process'), ['DispatchStep']);
+    assert.deepEqual(kinds('none'), ['DispatchStep']);
   });
 });
