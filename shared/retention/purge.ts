@@ -239,9 +239,11 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
     }
     report.more = judged.length >= n;
     if (ctx.archive && judged.length > 0) {
-      await ctx.archive.append(
+      const placed = await ctx.archive.append(
         judged.map((j) => ({ blobName: j.blobName!, document: archiveDocument(j.p, ctx.now) })),
       );
+      // A day blob already in the archive tier sends its late orders to the next blob of the day.
+      for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
       report.archived = judged.length;
     }
     await ctx.crashAt?.('archived');
