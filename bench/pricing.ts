@@ -33,6 +33,16 @@ export const priceTableSchema = z.object({
   }),
   serviceBusPremium: z.object({ perMessagingUnitHour: price, note: z.string().optional() }).optional(),
   tableStorage: z.object({ per10kTransactions: price }),
+  /** Block blobs (the order archive): write operations and capacity per access tier. */
+  blobStorage: z
+    .object({
+      hotWritePer10k: price,
+      hotReadPer10k: price,
+      coolWritePer10k: price,
+      hotPerGBMonth: price,
+      coolPerGBMonth: price,
+    })
+    .optional(),
   flexConsumption: z.object({
     instanceSizesMB: z.array(z.number().int().positive()).min(1),
     minimumBillableMs: price,

@@ -1,100 +1,43 @@
 import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { decide, historyEntryFor, orderWorkflow, type OrderEvent } from '../shared/domain/index.js';
 import { defaultRetention, type RetentionPolicy } from '../shared/domain/retention.js';
 import { Retention } from '../shared/retention/retention.js';
-import { StateStore, StoreMetrics, type ReconcileCursor } from '../shared/stateStore/index.js';
+import { StateStore, StoreMetrics } from '../shared/stateStore/index.js';
+import { fullRepairBudget } from '../shared/supervisor/repairBudget.js';
 import { devAccountKey, devAccountName, startAzurite } from '../local/azurite.js';
 import { startBlobProxy } from './blobProxy.js';
 import { startBenchStack, type BenchStack } from './benchStack.js';
 import { parsePriceTable } from './pricing.js';
-import { pool, seedOrder, seedPolicy } from './seedOrders.js';
+import { fullPassFigures, seedFinished as seed } from './fullPass.js';
+import { purgeCostPerMillion } from './purgeCost.js';
 import { diffCounts } from './stats.js';
 import { startTableProxy } from './tableProxy.js';
 import { measureActualRaw } from './throughput.js';
 
 /**
- * `npm run bench:retention [-- --quick] [--orders=N]` (issue 24, items 6 and 8), bounded:
+ * `npm run bench:retention [-- --quick] [--orders=N] [--rounds=N]` (issue 24, items 6 and 8), bounded:
  * 1. purge throughput at full speed and its cost: N orders that finished days ago (seeded through
  *    the real store: order, state, steps, history, index groups) purged slice after slice through
  *    counting proxies in front of Azurite's table and blob endpoints; orders/s, table transactions
  *    and blob operations per order, dollars per million orders (bench/prices.json);
  * 2. the daily full repair pass over the same N retained orders: rows/s, and its duration at 10
- *    million retained orders, in wall time and as the Supervisor spreads it (5 pages of 1,000 rows
- *    or 5 s per 30-s run);
+ *    million retained orders, in wall time and as the Supervisor spreads it (fullRepairBudget per
+ *    30-s run; bench/fullPass.ts);
  * 3. live throughput on the local stack with and without a purge running at the product's rate,
  *    windows alternating in one run; the ratio (issue: >= 0.9).
  */
 const quick = process.argv.includes('--quick');
 const argOrders = /^--orders=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--orders=')) ?? '')?.[1];
 const expired = argOrders ? Number(argOrders) : quick ? 500 : 2000;
-const live = quick ? { rounds: 2, orders: 30, concurrency: 4 } : { rounds: 3, orders: 60, concurrency: 4 };
-const day = 86_400_000;
+const argRounds = /^--rounds=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--rounds=')) ?? '')?.[1];
+const live = {
+  ...(quick ? { rounds: 2, orders: 30 } : { rounds: 3, orders: 60 }),
+  ...(argRounds ? { rounds: Number(argRounds) } : {}),
+  concurrency: 4,
+};
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-/** One order written through the store as if it ended Processed `at` (history, groups and all). */
-async function finishedOrder(store: StateStore, at: Date): Promise<void> {
-  const order = { ...seedOrder(at, 'bench-retention'), requestHash: 'h' };
-  const apply = async (s: Awaited<ReturnType<StateStore['submit']>>, e: OrderEvent, t: Date) => {
-    const d = decide(orderWorkflow, s.state, e, t, seedPolicy);
-    return store.save(s, d.state, historyEntryFor(e, s.state, d.state, t, d.state.workflowVersion));
-  };
-  const submit: OrderEvent = { type: 'Submit', orderId: order.orderId };
-  const d = decide(orderWorkflow, null, submit, at, seedPolicy);
-  let s = await store.submit(order, d.state, {
-    history: historyEntryFor(submit, null, d.state, at, d.state.workflowVersion),
-  });
-  s = await apply(s, { type: 'Claim', by: 'bench' }, at);
-  for (const step of orderWorkflow.steps) {
-    s = await apply(s, { type: 'StepSucceeded', step: step.name, run: 1, attempt: 1 }, at);
-  }
-}
-
-async function seed(store: StateStore, n: number): Promise<number> {
-  const at = new Date(Date.now() - 3 * day);
-  const t0 = performance.now();
-  await pool(n, 16, (i) => finishedOrder(store, new Date(at.getTime() + i)));
-  return performance.now() - t0;
-}
-
-/** Section 2: one full pass as StateStore.reconcilePage runs it, per stage. */
-async function fullPass(store: StateStore, retained: number) {
-  const t0 = performance.now();
-  let cursor: ReconcileCursor | null = { stage: 'orders', full: true };
-  let pages = 0;
-  let rows = 0;
-  let orderRowsMs = 0;
-  let entriesMs = 0;
-  while (cursor) {
-    const p0 = performance.now();
-    const r = await store.reconcilePage(cursor, 1000);
-    const ms = performance.now() - p0;
-    if (cursor.stage === 'orders') orderRowsMs += ms;
-    else entriesMs += ms;
-    rows += r.scanned;
-    pages += 1;
-    cursor = r.next;
-  }
-  const wallMs = performance.now() - t0;
-  const target = 10_000_000;
-  // Per retained order: one state row in stage `orders` and one index entry in the entries stages.
-  const msPerOrder = wallMs / retained;
-  const wallAtTarget = (msPerOrder * target) / 1000;
-  // The Supervisor gives the pass 5 pages of 1,000 rows or 5 s per 30-s run, whichever ends first.
-  const rowsPerRun = Math.min(5000, (5000 / msPerOrder) * (rows / retained));
-  const runsAtTarget = ((rows / retained) * target) / rowsPerRun;
-  return {
-    retained,
-    rows,
-    pages,
-    wallMs,
-    orderRowsPerSecond: (retained / orderRowsMs) * 1000,
-    entriesPerSecond: ((rows - retained) / Math.max(1, entriesMs)) * 1000,
-    ordersPerSecond: (retained / wallMs) * 1000,
-    atTenMillion: { wallHours: wallAtTarget / 3600, supervisorHours: (runsAtTarget * 30) / 3600 },
-  };
-}
 
 async function purgeSection(prices: ReturnType<typeof parsePriceTable>) {
   const azurite = await startAzurite({ services: ['table', 'blob'] });
@@ -123,7 +66,7 @@ async function purgeSection(prices: ReturnType<typeof parsePriceTable>) {
     const metrics = new StoreMetrics();
     const connection = { kind: 'connectionString' as const, connectionString: counted };
     const store = await StateStore.open(connection, { ...tables, metrics });
-    const pass = await fullPass(store, expired);
+    const pass = await fullPassFigures(store, expired);
 
     // Full speed: the rate setting far above what the slice can do, so the figure is the capacity.
     const policy: RetentionPolicy = {
@@ -155,8 +98,7 @@ async function purgeSection(prices: ReturnType<typeof parsePriceTable>) {
       blobReads: (b.read ?? 0) / purged,
       blobLists: (b.list ?? 0) / purged,
     };
-    const tablePer10k = prices.tableStorage.per10kTransactions.value;
-    const tablePerMillion = (perOrder.tableTransactions * 1e6 * tablePer10k) / 1e4;
+    const cost = purgeCostPerMillion(perOrder, prices);
     return {
       purge: {
         purged,
@@ -164,7 +106,7 @@ async function purgeSection(prices: ReturnType<typeof parsePriceTable>) {
         seconds: purgeMs / 1000,
         ordersPerSecond: (purged / purgeMs) * 1000,
         perOrder,
-        tableDollarsPerMillion: tablePerMillion,
+        cost,
         blobOperationsPerMillion: (perOrder.blobWrites + perOrder.blobReads + perOrder.blobLists) * 1e6,
       },
       pass,
@@ -223,7 +165,9 @@ async function main(): Promise<void> {
     JSON.parse(readFileSync(join(__dirname, '..', '..', 'bench', 'prices.json'), 'utf8')) as unknown,
   );
   const started = Date.now();
-  log(`bench:retention: ${quick ? 'quick' : 'full'} run, ${expired} expired orders`);
+  log(
+    `bench:retention: ${quick ? 'quick' : 'full'} run, ${expired} expired orders, ${live.rounds} live rounds; load average ${loadavg()[0].toFixed(2)} at the start (${cpus().length} cores)`,
+  );
   const { purge, pass } = await purgeSection(prices);
   const bench = await startBenchStack({ SUPERVISOR_SCHEDULE: '*/1 * * * * *', STEP_TIMEOUT_SECONDS: '5' });
   let liveFigures;
@@ -241,8 +185,9 @@ async function main(): Promise<void> {
   log(
     `  per purged order                   ${f(purge.perOrder.tableTransactions, 2)} table transactions, ${f(purge.perOrder.blobWrites, 2)} blob writes, ${f(purge.perOrder.blobReads, 2)} blob reads, ${f(purge.perOrder.blobLists, 3)} blob lists`,
   );
+  const blobPrice = prices.blobStorage?.hotWritePer10k.value;
   log(
-    `  cost per million purged orders     $${f(purge.tableDollarsPerMillion, 2)} table transactions (at $${prices.tableStorage.per10kTransactions.value} per 10k) + ${f(purge.blobOperationsPerMillion / 1e4, 0)} x 10k blob operations (blob prices not in bench/prices.json)`,
+    `  cost per million purged orders     ${purge.cost.total === null ? 'n/a' : `$${f(purge.cost.total, 2)}`}: $${f(purge.cost.table, 2)} table transactions (at $${prices.tableStorage.per10kTransactions.value} per 10k) + ${purge.cost.blob === null ? `${f(purge.blobOperationsPerMillion / 1e4, 0)} x 10k blob operations (blob prices not in bench/prices.json)` : `$${f(purge.cost.blob, 2)} blob operations (Hot: $${blobPrice} per 10k writes)`}`,
   );
   log(`  live throughput without purge      ${f(liveFigures.withoutPurge, 2)} orders/s`);
   log(
@@ -254,8 +199,9 @@ async function main(): Promise<void> {
   log(
     `  full repair pass                   ${pass.rows} rows (${pass.retained} retained orders) in ${f(pass.wallMs / 1000)} s: ${f(pass.ordersPerSecond)} orders/s; state rows ${f(pass.orderRowsPerSecond)}/s, index entries ${f(pass.entriesPerSecond)}/s`,
   );
+  const b = fullRepairBudget;
   log(
-    `  full pass at 10 million retained   ${f(pass.atTenMillion.wallHours)} h of work; as the Supervisor spreads it (5 pages or 5 s per 30-s run) ${f(pass.atTenMillion.supervisorHours)} h (within its day: ${pass.atTenMillion.supervisorHours <= 24 ? 'yes' : 'NO'})`,
+    `  full pass at 10 million retained   ${f(pass.atTenMillion.wallHours)} h of work; as the Supervisor spreads it (${b.pagesPerRun} pages or ${b.budgetMs / 1000} s per 30-s run) ${f(pass.supervisorOrdersPerSecond)} orders/s, ${f(pass.atTenMillion.supervisorHours)} h (within its day: ${pass.atTenMillion.supervisorHours <= 24 ? 'yes' : 'NO'}; ${f(24 / pass.atTenMillion.supervisorHours, 2)}x headroom)`,
   );
   log(
     `  windows (alternating)              ${liveFigures.windows.map((w) => `${w.purging ? 'P' : '-'}:${f((w.orders / w.ms) * 1000, 2)}`).join(' ')}`,

@@ -38,6 +38,16 @@ export class ArchiveOffline extends Error {
   }
 }
 
+/**
+ * The n-th blob of a day's shard: the name itself, then `{name}-1.jsonl.gz`, ...: where its orders
+ * go once the blob before is in the archive tier (purged long after they ended).
+ */
+export const archiveBlobInChain = (blobName: string, n: number): string =>
+  n === 0 ? blobName : blobName.replace(/(\.jsonl\.gz)?$/, `-${n}.jsonl.gz`);
+
+/** Azure's (and Azurite's) answer to reading or writing a blob in the archive tier. */
+const isArchived = (e: unknown): boolean => (e as { code?: string }).code === 'BlobArchived';
+
 /** Every block of a blob needs an id of one length: the order id (a 36-character UUID) is one. */
 const blockIdOf = (orderId: string): string => Buffer.from(orderId, 'utf8').toString('base64');
 
@@ -68,46 +78,86 @@ export class OrderArchive {
     return new OrderArchive(container);
   }
 
-  /** Archives the documents: after it returns, each is committed in its blob exactly once. */
-  async append(entries: ArchiveEntry[]): Promise<void> {
+  /**
+   * Archives the documents: after it returns, each is committed exactly once, in the blob the
+   * answer names for its order id: the one asked for, or (once that one is in the archive tier,
+   * where blobs can be neither read nor written) the next blob of its day and shard.
+   */
+  async append(entries: ArchiveEntry[]): Promise<Map<string, string>> {
     const byBlob = new Map<string, ArchiveEntry[]>();
     for (const e of entries) byBlob.set(e.blobName, [...(byBlob.get(e.blobName) ?? []), e]);
-    await Promise.all([...byBlob].map(([name, list]) => this.appendTo(name, list)));
+    const placed = new Map<string, string>();
+    for (const found of await Promise.all([...byBlob].map(([name, list]) => this.appendTo(name, list)))) {
+      for (const [orderId, name] of found) placed.set(orderId, name);
+    }
+    return placed;
   }
 
-  private async appendTo(blobName: string, entries: ArchiveEntry[]): Promise<void> {
-    const blob = this.container.getBlockBlobClient(blobName);
+  /**
+   * Reads the chain of the blob's names (itself, then `-1`, `-2`, ...) up to the first that does
+   * not exist: an order already committed in one that can be read is not added again. The missing
+   * ones go to the first that is online (or the free name), committed with the ETag read.
+   */
+  private async appendTo(blobName: string, entries: ArchiveEntry[]): Promise<Map<string, string>> {
     for (let attempt = 0; attempt < 10; attempt++) {
-      let committed: string[] = [];
-      let etag: string | undefined;
-      try {
-        const list = await blob.getBlockList('committed');
-        committed = (list.committedBlocks ?? []).map((b) => b.name);
-        etag = list.etag;
-      } catch (e) {
-        if (httpStatusOf(e) !== 404) throw e;
+      const placed = new Map<string, string>();
+      let target: { name: string; committed: string[]; etag?: string } | undefined;
+      for (let n = 0; ; n++) {
+        const name = archiveBlobInChain(blobName, n);
+        const list = await this.blockList(name);
+        if (list === 'archived') continue;
+        for (const e of entries) {
+          if (list && list.committed.includes(blockIdOf(e.document.orderId)))
+            placed.set(e.document.orderId, name);
+        }
+        target ??= list ? { name, ...list } : { name, committed: [] };
+        if (list === null) break;
       }
-      const have = new Set(committed);
-      const missing = entries.filter((e) => !have.has(blockIdOf(e.document.orderId)));
-      if (missing.length === 0) return;
-      for (const e of missing) {
-        const line = gzipSync(Buffer.from(`${JSON.stringify(e.document)}\n`, 'utf8'));
-        await blob.stageBlock(blockIdOf(e.document.orderId), line, line.length);
-      }
-      const ids = [...committed, ...new Set(missing.map((e) => blockIdOf(e.document.orderId)))];
+      const missing = entries.filter((e) => !placed.has(e.document.orderId));
+      if (missing.length === 0 || !target) return placed;
+      const blob = this.container.getBlockBlobClient(target.name);
       try {
+        for (const e of missing) {
+          const line = gzipSync(Buffer.from(`${JSON.stringify(e.document)}\n`, 'utf8'));
+          await blob.stageBlock(blockIdOf(e.document.orderId), line, line.length);
+        }
+        const ids = [...target.committed, ...new Set(missing.map((e) => blockIdOf(e.document.orderId)))];
         await blob.commitBlockList(ids, {
-          conditions: etag !== undefined ? { ifMatch: etag } : { ifNoneMatch: '*' },
+          conditions: target.etag !== undefined ? { ifMatch: target.etag } : { ifNoneMatch: '*' },
           blobHTTPHeaders: { blobContentType: 'application/gzip' },
         });
-        return;
+        for (const e of missing) placed.set(e.document.orderId, target.name);
+        return placed;
       } catch (e) {
+        // Another writer committed first, or the lifecycle rule archived the blob meanwhile.
         const status = httpStatusOf(e);
         if (status !== 412 && status !== 409) throw e;
         await new Promise((r) => setTimeout(r, Math.random() * 50 * (attempt + 1)));
       }
     }
     throw new Error(`archive blob ${blobName}: too many concurrent writers`);
+  }
+
+  /**
+   * A blob's committed blocks and ETag; null when it does not exist; 'archived' when it is in the
+   * archive tier (or on its way back from it). The tier is asked first: Azure refuses to read or
+   * write an archived blob, and Azurite would let a commit overwrite it, so neither is tried.
+   */
+  private async blockList(name: string): Promise<{ committed: string[]; etag?: string } | null | 'archived'> {
+    const blob = this.container.getBlockBlobClient(name);
+    try {
+      const properties = await blob.getProperties();
+      if (properties.accessTier === 'Archive' || properties.archiveStatus !== undefined) return 'archived';
+      const list = await blob.getBlockList('committed');
+      return {
+        committed: (list.committedBlocks ?? []).map((b) => b.name),
+        ...(list.etag ? { etag: list.etag } : {}),
+      };
+    } catch (e) {
+      if (httpStatusOf(e) === 404) return null;
+      if (isArchived(e)) return 'archived';
+      throw e;
+    }
   }
 
   /** Every document of a blob (an operator's read or a test's count). */
@@ -118,7 +168,7 @@ export class OrderArchive {
       body = await blob.downloadToBuffer();
     } catch (e) {
       if (httpStatusOf(e) === 404) return [];
-      if ((e as { code?: string }).code === 'BlobArchived') {
+      if (isArchived(e)) {
         const status = await blob.getProperties().then(
           (p) => p.archiveStatus,
           () => undefined,

@@ -23,6 +23,7 @@ import {
 } from './historyRows.js';
 import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
 import { liveRepairPage } from './liveRepair.js';
+import { mapPooled } from './pooled.js';
 import { StoreMetrics } from './metrics.js';
 import { defaultIndexPartitions, IndexLayout } from './indexLayout.js';
 import { StateIndex, type IndexedOrder, type IndexFilter } from './stateIndex.js';
@@ -71,6 +72,8 @@ export interface OrderChange {
  * transaction may still be on its way (entries are written before it). Far above any transaction.
  */
 const indexEntryGraceMs = 2 * 60_000;
+/** Point reads a reconcile page makes at once (of different orders' partitions). */
+const repairConcurrency = 32;
 
 export interface StateStoreOptions {
   ordersTable?: string;
@@ -560,9 +563,11 @@ export class StateStore {
       progress.scanned = rows.length;
       progress.legacy = rows.filter((r) => sinceOf(r) === undefined).length;
       progress.recreated = await this.index.recreateMissing(rows);
-      for (const row of rows) {
-        if (await this.reindex(row, cursor.full === true)) progress.reindexed += 1;
-      }
+      // Point reads of different orders' groups: several at a time, not one after the other.
+      const entered = await mapPooled(rows, repairConcurrency, (row) =>
+        this.reindex(row, cursor.full === true),
+      );
+      progress.reindexed = entered.filter(Boolean).length;
       const token = !done && value ? value.continuationToken : undefined;
       progress.next = token
         ? { ...cursor, token }
@@ -574,7 +579,7 @@ export class StateStore {
     const state = cursor.stage.slice('entries:'.length) as ProcessState;
     const page = await this.stateIndex.page({ state }, pageSize, cursor.token);
     progress.scanned = page.rows.length;
-    const verified = await this.verify(page.rows);
+    const verified = await this.verify(page.rows, true);
     progress.unlisted = verified.removed;
     // Entries of an older layout (ORDER_INDEX_PARTITIONS changed) move to the current one.
     for (const entry of verified.entries) {
@@ -658,14 +663,21 @@ export class StateStore {
     return (await this.verify(rows)).listed;
   }
 
+  /** `repairOnly`: the reconcile pass, which lists nothing, reads only what confirms an entry. */
   private async verify(
     rows: IndexedOrder[],
+    repairOnly = false,
   ): Promise<{ listed: ListedOrder[]; entries: IndexedOrder[]; removed: number }> {
     const now = Date.now();
     let removed = 0;
-    const checked = await Promise.all(
-      rows.map(async (entry) => ({ entry, row: await this.getRow(entry.orderId, stateRowKey) })),
-    );
+    const select = repairOnly ? ['ProcessState', 'StateSince'] : undefined;
+    const read = async (entry: IndexedOrder) => ({
+      entry,
+      row: await this.getRow(entry.orderId, stateRowKey, select),
+    });
+    const checked = repairOnly
+      ? await mapPooled(rows, repairConcurrency, read)
+      : await Promise.all(rows.map(read));
     const out: ListedOrder[] = [];
     const entries: IndexedOrder[] = [];
     for (const { entry, row } of checked) {
@@ -675,13 +687,15 @@ export class StateStore {
         row.ProcessState === entry.state &&
         (since === undefined || since === entry.since.getTime());
       if (confirms) {
-        const { steps: _steps, ...summary } = rowToState(row, []);
-        out.push({
-          ...summary,
-          customerId: entry.customerId,
-          workflowVersion: versionOf(row),
-          stateSince: entry.since,
-        });
+        if (!repairOnly) {
+          const { steps: _steps, ...summary } = rowToState(row, []);
+          out.push({
+            ...summary,
+            customerId: entry.customerId,
+            workflowVersion: versionOf(row),
+            stateSince: entry.since,
+          });
+        }
         entries.push(entry);
         continue;
       }
@@ -693,9 +707,13 @@ export class StateStore {
     return { listed: out, entries, removed };
   }
 
-  private async getRow(orderId: string, rowKey: string): Promise<Row | null> {
+  private async getRow(orderId: string, rowKey: string, select?: string[]): Promise<Row | null> {
     try {
-      const row = await this.orders.getEntity<Record<string, unknown>>(orderId, rowKey);
+      const row = await this.orders.getEntity<Record<string, unknown>>(
+        orderId,
+        rowKey,
+        select ? { queryOptions: { select } } : {},
+      );
       this.metrics.entitiesRead += 1;
       return row as Row;
     } catch (e) {

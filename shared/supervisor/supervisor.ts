@@ -22,6 +22,7 @@ import { carryOut } from '../messaging/commandMessages.js';
 import type { ReconcileCursor } from '../stateStore/inFlightIndex.js';
 import { inFlightSummary, sweepEveryAccount } from '../stateStore/accounts.js';
 import { firstLiveStage } from '../stateStore/liveRepair.js';
+import { repairBudgetFor } from './repairBudget.js';
 import type { PurgeReport } from '../retention/purge.js';
 import { retentionSlice } from '../retention/supervisorHook.js';
 import { logger, type Logger } from '../observability/logger.js';
@@ -71,9 +72,6 @@ export interface SweepReport {
   purge?: PurgeReport;
 }
 
-/** One run's share of a reconcile pass: pages of state rows or index entries, and wall time. */
-const reconcileDefaults = { pageSize: 1000, pagesPerRun: 5, budgetMs: 5000 };
-
 /**
  * Repairs both indexes (StateStore.reconcilePage): O(history), so a pass is spread over runs, one
  * bounded slice per run, resuming from the cursor the last slice saved. Which pass is due comes
@@ -110,10 +108,11 @@ async function reconcileSlice(
         : { stage: 'orders', ...(decision.start === 'full' ? { full: true } : {}) };
     next = passStarted(record, decision.start, now);
   }
-  const pageSize = options.reconcilePageSize ?? reconcileDefaults.pageSize;
-  const pages = options.reconcilePagesPerRun ?? reconcileDefaults.pagesPerRun;
+  const budget = repairBudgetFor(cursor?.full === true);
+  const pageSize = options.reconcilePageSize ?? budget.pageSize;
+  const pages = options.reconcilePagesPerRun ?? budget.pagesPerRun;
   // Wall time, not the domain clock: this bounds the run's own duration.
-  const budgetEnds = Date.now() + reconcileDefaults.budgetMs;
+  const budgetEnds = Date.now() + budget.budgetMs;
   const done = {
     reconciled: 0,
     reindexed: 0,
