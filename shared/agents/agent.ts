@@ -126,6 +126,7 @@ export async function handleAgentRequest(
       customer: typeof request.payload.customerId === 'string' ? request.payload.customerId : '',
       waited: request.waits !== undefined,
       since: Number.isNaN(since.getTime()) ? deps.clock.now().getTime() : since.getTime(),
+      completeBy: completeBy.getTime(),
     });
     if (admission.kind === 'wait') {
       const back = await sendBackToWait(deps, queueName, request, admission.at, since);

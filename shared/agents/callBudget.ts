@@ -1,15 +1,19 @@
 import {
-  admit,
   afterRefusal,
   isLimited,
-  newPacer,
+  newDesk,
+  offer,
+  pumpLine,
+  rateInForce,
   release,
+  returnSpacingMs,
   renewalIntervalMs,
   renewGrantFor,
   type BudgetRow,
   type CallAdmission,
   type CallLimits,
   type Clock,
+  type LineOptions,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
@@ -48,6 +52,8 @@ export interface CallRequestFacts {
   waited: boolean;
   /** Epoch ms: when it first waited, or when it was enqueued. */
   since: number;
+  /** Epoch ms: its complete-by; a request this close to it is not held in line. */
+  completeBy?: number;
 }
 
 /** What this process knows of a service's budget, for metrics and the operator's readout. */
@@ -63,8 +69,22 @@ export interface GateSnapshot {
   oldestWaitingOrder?: string;
 }
 
+/** A request waits in line in place only for a start due within this (pacing: ~1 s, not minutes). */
+export const lineHoldMs = 1_000;
+
 export class ServiceCallGate {
-  private readonly pacer = newPacer();
+  private readonly desk = newDesk();
+  private readonly pacer = this.desk.pacer;
+  /** Invocations waiting in the line, by line key. */
+  private readonly held = new Map<
+    string,
+    { request: CallRequestFacts; resolve: (a: CallAdmission) => void }
+  >();
+  private lineTimer: NodeJS.Timeout | undefined;
+  private lineTimerAt = 0;
+  private lineSeq = 0;
+  /** How far apart the returns of requests sent back are booked (from the last lease row). */
+  private returnSpacing: number | undefined;
   private readonly limited: boolean;
   private grantExpiresAt = 0;
   private renewing: Promise<void> | undefined;
@@ -112,39 +132,98 @@ export class ServiceCallGate {
       this.pacer.rate = 0;
       this.pacer.concurrency = 0;
     }
-    const a = admit(this.pacer, { customer: request.customer, waited: request.waited }, t, {
+    const options = this.lineOptions();
+    const key = `${request.key}#${(this.lineSeq += 1)}`;
+    const mayHold =
+      request.completeBy === undefined || request.completeBy - t > 2 * (lineHoldMs + options.callMs);
+    const { decision, sentBack } = offer(
+      this.desk,
+      { key, customer: request.customer, since: request.since, waited: request.waited, mayHold },
+      t,
+      options,
+    );
+    if (sentBack) this.settle(sentBack.entry.key, sentBack.wait);
+    if (decision.kind === 'hold') {
+      this.concurrencyWaits += 1;
+      const held = new Promise<CallAdmission>((resolve) => this.held.set(key, { request, resolve }));
+      this.pump();
+      return held;
+    }
+    const a = decision;
+    if (a.kind === 'start') {
+      if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs));
+      this.onStart(request);
+    } else this.onWait(request, a, t);
+    return a;
+  }
+
+  private lineOptions(): LineOptions {
+    return {
       customerShare: this.o.customerShare,
       callMs: this.typicalCallMs(),
       leaseMs: Math.min(this.o.leaseMs, 1_100),
       horizonMs: Math.max(10_000, 2 * this.o.leaseMs),
       maxHoldMs: 50,
-    });
-    if (a.kind === 'start') {
-      if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs));
-      this.started += 1;
-      this.peakInFlight = Math.max(this.peakInFlight, this.pacer.inFlight);
-      this.waiting.delete(request.key);
-      // The last waiting request started: say so now, not at the end of a lease that may be a
-      // minute long (one renewal per drained queue), so operators do not see calls waiting that are not.
-      if (this.limited && this.waiting.size === 0 && this.reportedWaiting > 0) {
-        this.reportedWaiting = 0;
-        void this.renew().catch(() => undefined);
-      }
-    } else {
-      recordCallWait(this.o.service, a.reason);
-      // Short inside a long lease (demand grew): renew now rather than at the lease's end.
-      if (
-        (a.reason === 'rate' || a.reason === 'concurrency') &&
-        this.renewEveryMs > this.o.leaseMs &&
-        t - this.periodStart >= this.o.leaseMs
-      ) {
-        this.renewEveryMs = this.o.leaseMs;
-        void this.renew().catch(() => undefined);
-      }
-      if (a.reason === 'concurrency') this.concurrencyWaits += 1;
-      this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });
+      holdMs: lineHoldMs,
+      ...(this.returnSpacing !== undefined ? { returnSpacingMs: this.returnSpacing } : {}),
+    };
+  }
+
+  private onStart(request: CallRequestFacts): void {
+    this.started += 1;
+    this.peakInFlight = Math.max(this.peakInFlight, this.pacer.inFlight);
+    this.waiting.delete(request.key);
+    // The last waiting request started: say so now, not at the end of a lease that may be a
+    // minute long (one renewal per drained queue), so operators do not see calls waiting that are not.
+    if (this.limited && this.waiting.size === 0 && this.reportedWaiting > 0) {
+      this.reportedWaiting = 0;
+      void this.renew().catch(() => undefined);
     }
-    return a;
+  }
+
+  private onWait(request: CallRequestFacts, a: Extract<CallAdmission, { kind: 'wait' }>, t: number): void {
+    recordCallWait(this.o.service, a.reason);
+    // Short inside a long lease (demand grew): renew now rather than at the lease's end.
+    if (
+      (a.reason === 'rate' || a.reason === 'concurrency') &&
+      this.renewEveryMs > this.o.leaseMs &&
+      t - this.periodStart >= this.o.leaseMs
+    ) {
+      this.renewEveryMs = this.o.leaseMs;
+      void this.renew().catch(() => undefined);
+    }
+    if (a.reason === 'concurrency') this.concurrencyWaits += 1;
+    this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });
+  }
+
+  /** A held invocation leaves the line: it starts, or goes back to its queue. */
+  private settle(key: string, a: CallAdmission): void {
+    const h = this.held.get(key);
+    if (!h) return;
+    this.held.delete(key);
+    if (a.kind === 'start') this.onStart(h.request);
+    else this.onWait(h.request, a, this.o.clock.now().getTime());
+    h.resolve(a);
+  }
+
+  /** Starts what the line may start now and sends back what may not wait; looks again when due. */
+  private pump(): void {
+    if (this.desk.line.length === 0) return;
+    const now = this.o.clock.now().getTime();
+    const r = pumpLine(this.desk, now, this.lineOptions());
+    for (const e of r.start) this.settle(e.key, { kind: 'start' });
+    for (const s of r.sentBack) this.settle(s.entry.key, s.wait);
+    if (r.wakeAt !== undefined && (!this.lineTimer || r.wakeAt < this.lineTimerAt)) {
+      if (this.lineTimer) clearTimeout(this.lineTimer);
+      this.lineTimerAt = r.wakeAt;
+      this.lineTimer = setTimeout(
+        () => {
+          this.lineTimer = undefined;
+          this.pump();
+        },
+        Math.max(0, r.wakeAt - now),
+      );
+    }
   }
 
   /** A started call ended (after `ms`). */
@@ -152,6 +231,7 @@ export class ServiceCallGate {
     release(this.pacer);
     this.durations.push(ms);
     if (this.durations.length > 50) this.durations.shift();
+    this.pump();
   }
 
   /**
@@ -163,6 +243,8 @@ export class ServiceCallGate {
     const until = now + Math.max(this.o.minPauseMs ?? 1_000, retryAfterMs ?? 0);
     const fresh = now >= this.pacer.pausedUntil;
     this.pacer.pausedUntil = Math.max(this.pacer.pausedUntil, until);
+    // Whoever waits in line here goes back to its queue until the pause ends.
+    this.pump();
     if (!fresh || this.pausing) return;
     recordCallPause(this.o.service);
     this.pausing = (async () => {
@@ -190,6 +272,7 @@ export class ServiceCallGate {
     this.forgetStale(now);
     let oldest: { since: number; orderId: string } | undefined;
     for (const w of this.waiting.values()) if (!oldest || w.since < oldest.since) oldest = w;
+    for (const { request: w } of this.held.values()) if (!oldest || w.since < oldest.since) oldest = w;
     return {
       service: this.o.service,
       limits: this.o.limits,
@@ -197,7 +280,7 @@ export class ServiceCallGate {
       concurrency: this.pacer.concurrency,
       inFlight: this.pacer.inFlight,
       pausedUntil: this.pacer.pausedUntil,
-      waiting: this.waiting.size,
+      waiting: this.waiting.size + this.held.size,
       oldestWaitingSince: oldest?.since ?? 0,
       ...(oldest ? { oldestWaitingOrder: oldest.orderId } : {}),
     };
@@ -207,6 +290,8 @@ export class ServiceCallGate {
   close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.lineTimer) clearTimeout(this.lineTimer);
+    this.lineTimer = undefined;
   }
 
   private get maxLeaseMs(): number {
@@ -316,11 +401,20 @@ export class ServiceCallGate {
     if (!mine) return;
     this.pacer.rate = mine.rate;
     this.pacer.concurrency = mine.concurrency;
+    const now = this.o.clock.now().getTime();
+    const live = row.grants.filter((g) => g.expiresAt > now);
+    this.returnSpacing = returnSpacingMs(
+      rateInForce(this.o.limits, row, now),
+      live.filter((g) => g.concurrency > 0 && g.rate > 0).length,
+      live.length,
+      mine.concurrency > 0 && mine.rate > 0,
+    );
     // With nothing granted, ask again as soon as what others gave back is free (one window).
     this.grantExpiresAt =
       mine.rate > 0 && mine.concurrency > 0
         ? mine.expiresAt
         : Math.min(mine.expiresAt, this.o.clock.now().getTime() + 1_100);
+    this.pump();
   }
 }
 

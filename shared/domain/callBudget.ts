@@ -178,16 +178,21 @@ export function renewGrant(
   const canCall = concurrency > 0;
   const everyone = [{ wantRate: canCall ? want.rate : 0, wantConcurrency: want.concurrency }, ...callers];
   const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
+  // Whole shares' odd calls go by instance name, the same whoever renews: renewer-first let each
+  // renewer keep the odd call, leaving another instance with slots and no rate (2, 2, 1, 0 of 5).
+  const byName = [{ instance, wantRate: everyone[0].wantRate }, ...callers]
+    .map((g) => ({ instance: g.instance, wantRate: g.wantRate }))
+    .sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
   const rateTarget = canCall
-    ? (wholeRates
-        ? integerShares(
-            Math.floor(rateCap + 1e-9),
-            everyone.map((g) => g.wantRate),
-          )
-        : fairShares(
-            rateCap,
-            everyone.map((g) => g.wantRate),
-          ))[0]
+    ? wholeRates
+      ? integerShares(
+          Math.floor(rateCap + 1e-9),
+          byName.map((g) => g.wantRate),
+        )[byName.findIndex((g) => g.instance === instance)]
+      : fairShares(
+          rateCap,
+          everyone.map((g) => g.wantRate),
+        )[0]
     : 0;
   // Rate given back stays counted for one window after: calls started under it are still in
   // the service's last second, and a taker starting at once would put that second over the limit.
@@ -367,6 +372,11 @@ export interface PacingOptions {
   horizonMs: number;
   /** A start due this soon (at most a quarter of the spacing) waits in place instead of re-queueing. */
   maxHoldMs?: number;
+  /**
+   * The spacing of the slots booked for requests sent back, when not this pacer's own: a request
+   * comes back to any instance, so the returns are paced for the instances holding slots.
+   */
+  returnSpacingMs?: number;
 }
 
 /** Decides whether a request starts now; mutates the pacer (a start counts, a wait books a slot). */
@@ -396,6 +406,36 @@ export function admit(p: Pacer, request: CallRequest, now: number, options: Paci
   const reason = p.inFlight >= p.concurrency ? 'concurrency' : 'rate';
   const from = reason === 'concurrency' ? Math.max(now + options.callMs, freesAt) : freesAt;
   return reserve(p, request, from, options, reason);
+}
+
+/**
+ * When this pacer could start one more call, without starting it: `now` or the time its rate
+ * window admits one; undefined while paused, without a grant or with every slot in use.
+ */
+export function startableAt(p: Pacer, now: number): number | undefined {
+  const window = windowOf(p.rate);
+  p.starts = p.starts.filter((s) => s > now - window.ms);
+  p.book = p.book.filter((b) => b.at > now - spacingOf(p));
+  if (now < p.pausedUntil || !(p.rate > 0) || !(p.concurrency > 0) || p.inFlight >= p.concurrency)
+    return undefined;
+  return windowFreesAt(p, window, now);
+}
+
+/** A call starts at `at` (checked by startableAt): it counts in the window and holds a slot. */
+export function recordStart(p: Pacer, at: number): void {
+  p.starts.push(at);
+  p.inFlight += 1;
+}
+
+/** Books a slot from `from` on for a request sent back to its queue (the share rule applies). */
+export function bookSlot(
+  p: Pacer,
+  request: CallRequest,
+  from: number,
+  options: PacingOptions,
+  reason: Exclude<CallAdmission, { kind: 'start' }>['reason'],
+): Extract<CallAdmission, { kind: 'wait' }> {
+  return reserve(p, request, from, options, reason) as Extract<CallAdmission, { kind: 'wait' }>;
 }
 
 /** A call ended: its concurrency slot is free. */
@@ -454,10 +494,11 @@ function reserve(
   options: PacingOptions,
   reason: Exclude<CallAdmission, { kind: 'start' }>['reason'],
 ): CallAdmission {
-  const spacing = spacingOf(p) || 50;
+  const spacing = options.returnSpacingMs ?? (spacingOf(p) || 50);
   const share = options.customerShare;
   const own = p.book.filter((b) => b.customer === request.customer);
-  const rate = Number.isFinite(p.rate) && p.rate > 0 ? p.rate : 1000 / spacing;
+  const rate =
+    options.returnSpacingMs === undefined && Number.isFinite(p.rate) && p.rate > 0 ? p.rate : 1000 / spacing;
   const maxAhead = Math.max(1, Math.ceil(share * rate * (options.horizonMs / 1000)));
   if (own.length >= maxAhead && share < 1) {
     return { kind: 'wait', at: Math.max(from, own[own.length - 1].at + spacing), reason: 'share' };

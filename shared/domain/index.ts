@@ -22,3 +22,4 @@ export * from './unreadRequests.js';
 export * from './history.js';
 export * from './waiting.js';
 export * from './callBudget.js';
+export * from './callLine.js';

@@ -125,6 +125,31 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(sum(row.grants.filter((g) => g.concurrency > 0).map((g) => g.rate)), 5, grants);
   });
 
+  it('every instance holding a slot gets a whole call per second when the rate allows one each', () => {
+    // Simulation (4 instances, 5 calls/s, 8 at once): each renewer took the odd call for itself
+    // and kept it, leaving one instance with two slots and no rate (2/2, 2/2, 1/2, 0/2).
+    let row: BudgetRow = { ...emptyBudgetRow };
+    const eight = { maxCallsPerSecond: 5, maxConcurrentCalls: 8 };
+    for (let round = 0; round < 6; round++) {
+      for (const [i, instance] of ['a', 'b', 'c', 'd'].entries()) {
+        row = renewGrant(
+          row,
+          instance,
+          { rate: 100, concurrency: 100 },
+          eight,
+          round * 1_500 + i,
+          60_000,
+        ).row;
+      }
+    }
+    const grants = row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
+    assert.ok(
+      row.grants.every((g) => g.rate >= 1),
+      `an instance with slots and no rate: ${grants}`,
+    );
+    assert.equal(sum(row.grants.map((g) => g.rate)), 5, grants);
+  });
+
   it('a shrinking grant keeps the slots its calls in flight still use', () => {
     let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 50, concurrency: 50 }, limits, 0, leaseMs).row;
     row = renewGrant(row, 'b', { rate: 50, concurrency: 50 }, limits, 10, leaseMs).row;
