@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { decide, makePolicy, orderWorkflow, type Order, type OrderState } from '../shared/domain/index.js';
+import { mapPooled } from '../shared/stateStore/pooled.js';
 
 /**
  * What the scaling benches seed straight into their tables: orders and their states walked
@@ -45,10 +46,9 @@ export async function pool(
   concurrency: number,
   job: (i: number) => Promise<void>,
 ): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) await job(next++);
-    }),
+  await mapPooled(
+    Array.from({ length: total }, (_, i) => i),
+    concurrency,
+    job,
   );
 }

@@ -14,7 +14,13 @@ import { shortWaits, writeShortWaitAppRoot } from './waitingApp.js';
  * invariants then add "a waiting step's outcome comes only from a valid callback, an operator or a
  * timeout" (waitingOutcomes.ts) read from every order's history.
  */
-const waitingSettings = { NEW_ORDER_WORKFLOW_VERSION: '2' };
+/** What every scenario here shares: order@2 with short waits, a full run only, recoverable. */
+const onOrder2 = {
+  quick: false,
+  recoverable: true,
+  settings: { NEW_ORDER_WORKFLOW_VERSION: '2' },
+  appRoot: () => writeShortWaitAppRoot(repoRoot),
+} satisfies Partial<Scenario>;
 
 /** A callback step's timeouts, each the step timeout (3 s to the 202), the wait and a sweep. */
 const waitOutage = (timeouts: number): number =>
@@ -86,10 +92,7 @@ function faulted(faults: FaultSettings): (ctx: ChaosContext) => void {
 export const waitingScenarios: Scenario[] = [
   {
     name: 'callback-three-copies',
-    quick: false,
-    recoverable: true,
-    settings: waitingSettings,
-    appRoot: () => writeShortWaitAppRoot(repoRoot),
+    ...onOrder2,
     what: 'order@2: the payment service POSTs every callback three times; each attempt applied once (202), the copies answered 200',
     async run(ctx, n) {
       faulted({ callbackCopies: 3, callbackDelayMs: 300 })(ctx);
@@ -118,10 +121,7 @@ export const waitingScenarios: Scenario[] = [
   },
   {
     name: 'callback-before-acceptance',
-    quick: false,
-    recoverable: true,
-    settings: waitingSettings,
-    appRoot: () => writeShortWaitAppRoot(repoRoot),
+    ...onOrder2,
     what:
       "order@2: the payment service POSTs the callback before it answers the Agent's call with 202, so " +
       'the outcome reaches the route before the acceptance is written; kept and applied, never dropped',
@@ -150,10 +150,8 @@ export const waitingScenarios: Scenario[] = [
   },
   {
     name: 'callback-lost',
-    quick: true,
-    recoverable: true,
-    settings: waitingSettings,
-    appRoot: () => writeShortWaitAppRoot(repoRoot),
+    ...onOrder2,
+    quick: true, // the one in the quick set
     outageSeconds: waitOutage(2),
     what:
       "order@2: half the payment callbacks of an order's first two attempts are never sent; the step " +
@@ -175,10 +173,7 @@ export const waitingScenarios: Scenario[] = [
   },
   {
     name: 'callback-after-complete-by',
-    quick: false,
-    recoverable: true,
-    settings: waitingSettings,
-    appRoot: () => writeShortWaitAppRoot(repoRoot),
+    ...onOrder2,
     outageSeconds: waitOutage(1),
     what:
       "order@2: each order's first payment callback is sent 9 s after the 202, past the wait's 4 s " +
@@ -217,10 +212,7 @@ export const waitingScenarios: Scenario[] = [
   },
   {
     name: 'forged-replayed-tokens',
-    quick: false,
-    recoverable: true,
-    settings: waitingSettings,
-    appRoot: () => writeShortWaitAppRoot(repoRoot),
+    ...onOrder2,
     what:
       "order@2 while an attacker POSTs 'failed' outcomes with tokens altered (another step, another order), " +
       'signed with a key of its own, expired (signed with the real key), and replays applied tokens: none accepted',
@@ -247,10 +239,7 @@ export const waitingScenarios: Scenario[] = [
   },
   {
     name: 'host-sigkill-mid-callback',
-    quick: false,
-    recoverable: true,
-    settings: waitingSettings,
-    appRoot: () => writeShortWaitAppRoot(repoRoot),
+    ...onOrder2,
     outageSeconds: waitOutage(2) + 20,
     what:
       'order@2: the only host is SIGKILLed six times while payment callbacks arrive (some received and ' +
