@@ -32,24 +32,33 @@ export class ServiceBusQueueBacklog implements QueueBacklog {
 
   /**
    * Peeks from the head, page by page. The SDK keeps a peek cursor per entity (shared by every
-   * receiver of the client), so each page names its first sequence number explicitly.
+   * receiver of the client), so each page names its first sequence number explicitly. A first
+   * page of one (`headFirst`) does not count against `maxPages`.
    */
-  private async *pages(receiver: ServiceBusReceiver) {
+  private async *pages(receiver: ServiceBusReceiver, headFirst = false) {
     let from = Long.ZERO;
-    for (let page = 0; page < this.maxPages; page++) {
-      const batch = await receiver.peekMessages(100, { fromSequenceNumber: from });
+    for (let page = headFirst ? -1 : 0; page < this.maxPages; page++) {
+      const size = page < 0 ? 1 : 100;
+      const batch = await receiver.peekMessages(size, { fromSequenceNumber: from });
       if (batch.length === 0) return;
       yield batch;
       const last = batch[batch.length - 1].sequenceNumber;
-      if (batch.length < 100 || last === undefined) return;
+      if (batch.length < size || last === undefined) return;
       from = Long.fromValue(last).add(1);
     }
   }
 
+  /**
+   * One peeked message when an active one heads the queue, the usual case: messages never
+   * scheduled take sequence numbers in enqueue order, so the first active one is the oldest
+   * (Service Bus goes on reporting a once-scheduled message as scheduled, due or not). Only past
+   * a head that is not active does it read pages. Why: on Service Bus Standard each peeked
+   * message is a credit, and the submission door samples every few seconds on every instance.
+   */
   async oldestWaiting(): Promise<{ enqueuedAt: Date; id: string } | undefined> {
     const receiver = this.client.createReceiver(this.queue);
     try {
-      for await (const batch of this.pages(receiver)) {
+      for await (const batch of this.pages(receiver, true)) {
         const waiting = batch.filter((m) => m.state === 'active' && m.enqueuedTimeUtc !== undefined);
         if (waiting.length === 0) continue;
         return headOf(waiting);

@@ -1,7 +1,6 @@
 import type { ServiceBusClient } from '@azure/service-bus';
 import { ServiceBusQueueBacklog, type QueueBacklog } from './backlog.js';
 import { queues } from './entities.js';
-import { ServiceBusQueueHead } from './queueHead.js';
 
 /**
  * How far behind the Scheduler's intake is, measured for the submission door. A peek per
@@ -49,6 +48,5 @@ export type IntakeReading =
  * head of a backlog worth refusing for.
  */
 export function schedulerIntakeGauge(client: ServiceBusClient, sampleMs?: number): IntakeGauge {
-  const behindTheHead = new ServiceBusQueueBacklog(client, queues.scheduler, 1);
-  return new IntakeGauge(new ServiceBusQueueHead(client, queues.scheduler, behindTheHead), sampleMs);
+  return new IntakeGauge(new ServiceBusQueueBacklog(client, queues.scheduler, 1), sampleMs);
 }
