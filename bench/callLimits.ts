@@ -10,6 +10,7 @@ import {
   type ChaosContext,
 } from '../chaos/harness.js';
 import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js';
+import { traceReport } from './callTraceReport.js';
 
 /**
  * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
@@ -33,6 +34,8 @@ const { values } = parseArgs({
     'storm-seconds': { type: 'string', default: '6' },
     'latency-ms': { type: 'string', default: '300' },
     verbose: { type: 'boolean', default: false },
+    /** Trace every gate decision to this file and print where the limit's throughput went. */
+    trace: { type: 'string' },
     'limit-only': { type: 'boolean', default: false },
   },
 });
@@ -148,6 +151,7 @@ async function main(): Promise<void> {
       PAYMENT_MAX_CONCURRENT_CALLS: String(concurrent),
       CALL_BUDGET_LEASE_SECONDS: '1',
       STEP_TIMEOUT_SECONDS: '5',
+      ...(values.trace ? { CALL_BUDGET_TRACE_FILE: values.trace } : {}),
     },
     verbose: values.verbose,
   });
@@ -184,6 +188,12 @@ async function main(): Promise<void> {
         `(${((100 * throughput) / rate).toFixed(0)} % of ${rate}); busiest 1 s window ${window1} (allowed ${Math.floor(rate * 1.1)}); ` +
         `most at once ${atOnce1} (allowed ${concurrent}); not terminal ${open1}; Error ${errors1}; refused at submit ${ctx.refused}`,
     );
+    if (values.trace)
+      for (const line of traceReport(
+        values.trace,
+        calls1.map((c) => ({ orderId: (c.key ?? '').split(':')[0], at: c.at, end: c.end })),
+      ))
+        out(line);
     if (window1 > Math.floor(rate * 1.1)) failures.push(`busiest window ${window1}`);
     if (atOnce1 > concurrent) failures.push(`${atOnce1} at once`);
     if (throughput < 0.9 * rate) failures.push(`throughput ${throughput.toFixed(2)}/s below 90 %`);
