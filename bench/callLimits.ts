@@ -36,6 +36,8 @@ const { values } = parseArgs({
     verbose: { type: 'boolean', default: false },
     /** Trace every gate decision to this file and print where the limit's throughput went. */
     trace: { type: 'string' },
+    'customer-share': { type: 'string' },
+    'hold-ms': { type: 'string' },
     'limit-only': { type: 'boolean', default: false },
   },
 });
@@ -152,6 +154,8 @@ async function main(): Promise<void> {
       CALL_BUDGET_LEASE_SECONDS: '1',
       STEP_TIMEOUT_SECONDS: '5',
       ...(values.trace ? { CALL_BUDGET_TRACE_FILE: values.trace } : {}),
+      ...(values['customer-share'] ? { CALL_BUDGET_CUSTOMER_SHARE: values['customer-share'] } : {}),
+      ...(values['hold-ms'] !== undefined ? { CALL_BUDGET_LINE_HOLD_MS: values['hold-ms'] } : {}),
     },
     verbose: values.verbose,
   });

@@ -126,6 +126,24 @@ export function traceReport(file: string, calls: ServiceCall[], step = 'payment'
       .join(' ')}`,
   );
 
+  // What the line holds: how long an invocation waited in place, and how it left.
+  const heldFor: number[] = [];
+  let heldStarted = 0;
+  let heldSentBack = 0;
+  for (const evs of byOrder.values())
+    for (const h of evs.filter((e) => e.ev === 'hold')) {
+      const left = evs.find((e) => e.inst === h.inst && e.t >= h.t && (e.ev === 'start' || e.ev === 'wait'));
+      if (!left) continue;
+      heldFor.push(left.t - h.t);
+      if (left.ev === 'start') heldStarted += 1;
+      else heldSentBack += 1;
+    }
+  const starts = mine.filter((e) => e.ev === 'start').length;
+  out.push(
+    `trace: held in place ${heldFor.length} times (${heldStarted} then started = ${((100 * heldStarted) / Math.max(1, starts)).toFixed(0)} % of ${starts} starts, ${heldSentBack} then sent back); ` +
+      `held median ${pct(heldFor, 0.5)} ms, p95 ${pct(heldFor, 0.95)} ms, max ${Math.max(0, ...heldFor)} ms`,
+  );
+
   // 3. per instance: granted rate used, idle slot time while others sent back
   const span = (Math.max(...calls.map((c) => c.at)) - Math.min(...calls.map((c) => c.at))) / 1000;
   const t0 = Math.min(...calls.map((c) => c.at));

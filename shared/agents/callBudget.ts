@@ -39,6 +39,8 @@ export interface CallGateOptions {
   customerShare: number;
   clock: Clock;
   table: CallBudgetTable | Promise<CallBudgetTable>;
+  /** How long a request due soon waits in place (default lineHoldMs; 0: the line is off). */
+  lineHoldMs?: number;
   /** The pacing margin for the way to the service (default serviceMarginMs). */
   marginMs?: number;
   /** A 429/503 without Retry-After pauses this long. */
@@ -146,7 +148,7 @@ export class ServiceCallGate {
     const options = this.lineOptions();
     const key = `${request.key}#${(this.lineSeq += 1)}`;
     const mayHold =
-      request.completeBy === undefined || request.completeBy - t > 2 * (lineHoldMs + options.callMs);
+      request.completeBy === undefined || request.completeBy - t > 2 * (options.holdMs + options.callMs);
     const { decision, sentBack } = offer(
       this.desk,
       { key, customer: request.customer, since: request.since, waited: request.waited, mayHold },
@@ -177,7 +179,7 @@ export class ServiceCallGate {
       leaseMs: Math.min(this.o.leaseMs, 1_100),
       horizonMs: Math.max(10_000, 2 * this.o.leaseMs),
       maxHoldMs: 50,
-      holdMs: lineHoldMs,
+      holdMs: this.o.lineHoldMs ?? lineHoldMs,
       ...(this.returnSpacing !== undefined ? { returnSpacingMs: this.returnSpacing } : {}),
     };
   }
