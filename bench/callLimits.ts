@@ -10,7 +10,7 @@ import {
   type ChaosContext,
 } from '../chaos/harness.js';
 import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js';
-import { traceReport } from './callTraceReport.js';
+import { traceReport, waitReport } from './callTraceReport.js';
 
 /**
  * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
@@ -265,6 +265,11 @@ async function main(): Promise<void> {
       `burst: ${burstDone.length} orders of one customer, ${mixedIds.length} of others 1 s later: others' p95 time to terminal ` +
         `${(p95(mixedTimes) / 1000).toFixed(1)} s with the burst vs ${(p95(aloneTimes) / 1000).toFixed(1)} s alone (ratio ${ratio.toFixed(2)})`,
     );
+    if (values.trace) {
+      out(waitReport(values.trace, 'others alone', aloneIds));
+      out(waitReport(values.trace, 'others with the burst', mixedIds));
+      out(waitReport(values.trace, 'the burst', burstDone));
+    }
     if (!(ratio <= 2)) failures.push(`burst ratio ${ratio.toFixed(2)}`);
   } finally {
     await closeContext(ctx);

@@ -192,3 +192,39 @@ export function traceReport(file: string, calls: ServiceCall[], step = 'payment'
   );
   return out;
 }
+
+/**
+ * For a set of orders: how long their requests waited for the limited service (first arrival at
+ * a gate to the start) and how often they were sent back, to tell that wait from the rest of
+ * their time to terminal.
+ */
+export function waitReport(
+  file: string,
+  label: string,
+  orderIds: readonly string[],
+  step = 'payment',
+): string {
+  if (!existsSync(file)) return `trace: no file ${file}`;
+  const want = new Set(orderIds);
+  const by = new Map<string, Ev[]>();
+  for (const l of readFileSync(file, 'utf8').split('\n')) {
+    if (!l.trim()) continue;
+    const e = JSON.parse(l) as Ev;
+    if (!e.key?.includes(`:${step}:`) || !e.key.endsWith(':do')) continue;
+    const id = e.key.split(':')[0];
+    if (want.has(id)) by.set(id, [...(by.get(id) ?? []), e]);
+  }
+  const waited: number[] = [];
+  const sentBack: number[] = [];
+  for (const evs of by.values()) {
+    const start = evs.find((e) => e.ev === 'start');
+    if (!start) continue;
+    waited.push(start.t - evs[0].t);
+    sentBack.push(evs.filter((e) => e.ev === 'wait').length);
+  }
+  const mean = sentBack.reduce((a, b) => a + b, 0) / Math.max(1, sentBack.length);
+  return (
+    `trace: ${label}: ${waited.length} requests waited for ${step} median ${pct(waited, 0.5)} ms, p95 ${pct(waited, 0.95)} ms ` +
+    `(first arrival at a gate to start), sent back ${mean.toFixed(1)} times on average`
+  );
+}
