@@ -371,19 +371,32 @@ export class ServiceCallGate {
     const now = this.o.clock.now().getTime();
     this.forgetStale(now);
     const seconds = Math.max(1, (now - (this.periodStart || now - this.o.leaseMs)) / 1000);
+    // What this period counted, taken now: what arrives during the table round trip belongs to the
+    // next period (reset after the write, those were lost, and a holder's next ask fell to 1.5/s).
+    const counted = {
+      asked: this.asked,
+      started: this.started,
+      concurrencyWaits: this.concurrencyWaits,
+    };
+    const nextPeriod = () => {
+      this.periodStart = now;
+      this.asked -= counted.asked;
+      this.started -= counted.started;
+      this.concurrencyWaits -= counted.concurrencyWaits;
+      this.peakInFlight = this.pacer.inFlight;
+    };
     if (!this.limited) {
       // Nothing to share: only learn of a pause another instance recorded (one read).
       this.apply((await table.read(this.o.service)).row);
-      this.renewEveryMs = renewalIntervalMs(this.started / seconds, this.o.leaseMs, this.maxLeaseMs);
+      this.renewEveryMs = renewalIntervalMs(counted.started / seconds, this.o.leaseMs, this.maxLeaseMs);
       this.grantExpiresAt = now + this.renewEveryMs;
-      this.periodStart = now;
-      this.started = 0;
+      nextPeriod();
       return;
     }
     // Ask for what it was asked, with room to grow; concurrency for the peak plus those that waited for it.
     const want = {
-      rate: Math.max(1, (this.asked / seconds) * 1.5),
-      concurrency: Math.max(1, this.peakInFlight + this.concurrencyWaits),
+      rate: Math.max(1, (counted.asked / seconds) * 1.5),
+      concurrency: Math.max(1, this.peakInFlight + counted.concurrencyWaits),
       inFlight: this.pacer.inFlight,
     };
     const snap = this.snapshot();
@@ -393,7 +406,7 @@ export class ServiceCallGate {
       waiting: snap.waiting,
       oldestWaitingSince: snap.oldestWaitingSince,
       ...(snap.oldestWaitingOrder ? { oldestWaitingOrder: snap.oldestWaitingOrder } : {}),
-      startedPerSecond: this.started / seconds,
+      startedPerSecond: counted.started / seconds,
     };
     let leaseMs = this.o.leaseMs;
     const row = await table.update(this.o.service, (r) => {
@@ -409,11 +422,7 @@ export class ServiceCallGate {
       );
     });
     this.renewEveryMs = leaseMs;
-    this.periodStart = now;
-    this.asked = 0;
-    this.started = 0;
-    this.peakInFlight = this.pacer.inFlight;
-    this.concurrencyWaits = 0;
+    nextPeriod();
     this.apply(row);
   }
 
