@@ -10,6 +10,7 @@ import {
   type ChaosContext,
 } from '../chaos/harness.js';
 import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js';
+import { traceReport, waitReport } from './callTraceReport.js';
 
 /**
  * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
@@ -33,6 +34,10 @@ const { values } = parseArgs({
     'storm-seconds': { type: 'string', default: '6' },
     'latency-ms': { type: 'string', default: '300' },
     verbose: { type: 'boolean', default: false },
+    /** Trace every gate decision to this file and print where the limit's throughput went. */
+    trace: { type: 'string' },
+    'customer-share': { type: 'string' },
+    'hold-ms': { type: 'string' },
     'limit-only': { type: 'boolean', default: false },
   },
 });
@@ -148,6 +153,9 @@ async function main(): Promise<void> {
       PAYMENT_MAX_CONCURRENT_CALLS: String(concurrent),
       CALL_BUDGET_LEASE_SECONDS: '1',
       STEP_TIMEOUT_SECONDS: '5',
+      ...(values.trace ? { CALL_BUDGET_TRACE_FILE: values.trace } : {}),
+      ...(values['customer-share'] ? { CALL_BUDGET_CUSTOMER_SHARE: values['customer-share'] } : {}),
+      ...(values['hold-ms'] !== undefined ? { CALL_BUDGET_LINE_HOLD_MS: values['hold-ms'] } : {}),
     },
     verbose: values.verbose,
   });
@@ -184,6 +192,12 @@ async function main(): Promise<void> {
         `(${((100 * throughput) / rate).toFixed(0)} % of ${rate}); busiest 1 s window ${window1} (allowed ${Math.floor(rate * 1.1)}); ` +
         `most at once ${atOnce1} (allowed ${concurrent}); not terminal ${open1}; Error ${errors1}; refused at submit ${ctx.refused}`,
     );
+    if (values.trace)
+      for (const line of traceReport(
+        values.trace,
+        calls1.map((c) => ({ orderId: (c.key ?? '').split(':')[0], at: c.at, end: c.end })),
+      ))
+        out(line);
     if (window1 > Math.floor(rate * 1.1)) failures.push(`busiest window ${window1}`);
     if (atOnce1 > concurrent) failures.push(`${atOnce1} at once`);
     if (throughput < 0.9 * rate) failures.push(`throughput ${throughput.toFixed(2)}/s below 90 %`);
@@ -251,6 +265,11 @@ async function main(): Promise<void> {
       `burst: ${burstDone.length} orders of one customer, ${mixedIds.length} of others 1 s later: others' p95 time to terminal ` +
         `${(p95(mixedTimes) / 1000).toFixed(1)} s with the burst vs ${(p95(aloneTimes) / 1000).toFixed(1)} s alone (ratio ${ratio.toFixed(2)})`,
     );
+    if (values.trace) {
+      out(waitReport(values.trace, 'others alone', aloneIds));
+      out(waitReport(values.trace, 'others with the burst', mixedIds));
+      out(waitReport(values.trace, 'the burst', burstDone));
+    }
     if (!(ratio <= 2)) failures.push(`burst ratio ${ratio.toFixed(2)}`);
   } finally {
     await closeContext(ctx);

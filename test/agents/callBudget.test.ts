@@ -241,4 +241,50 @@ describe('global call budget', () => {
       'the Scheduler is told to move complete-by before the request waits',
     );
   });
+
+  it('requests asked while a renewal is in flight count towards the next renewal (the grant does not fall to 1/s)', async () => {
+    // Bench trace (issue 26 session 5): a holder renewed at 3/s, 16 requests arrived during its
+    // next renewal's table round trip, and that renewal's end reset the count, so the one after
+    // asked for 1.5/s and the instance's grant fell to 1/s for a lease period.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const slow = Object.create(table) as CallBudgetTable;
+    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
+      await sleep(600);
+      return table.update(...args);
+    };
+    const g = new ServiceCallGate({
+      service,
+      limits: { maxCallsPerSecond: 20, maxConcurrentCalls: 100 },
+      instance: 'a',
+      leaseMs: 1_000,
+      maxLeaseMs: 1_000,
+      customerShare: 1,
+      clock: systemClock,
+      table: slow,
+      minPauseMs: 500,
+    });
+    gates.push(g);
+    const request = (n: number) => ({
+      key: `k${n}`,
+      orderId: `o${n}`,
+      customer: 'c',
+      waited: false,
+      since: Date.now(),
+    });
+    const t0 = Date.now();
+    // Renewals one lease apart, each writing 600 ms after it began: 0-0.6 s, 1.6-2.2 s, 3.2-3.8 s,
+    // 4.8-5.4 s. Thirty requests arrive during the second; the third must ask for them.
+    assert.equal((await g.admit(request(0))).kind, 'start');
+    g.done(10);
+    await sleep(t0 + 1_800 - Date.now());
+    const during = await Promise.all(Array.from({ length: 30 }, (_, i) => g.admit(request(i + 1))));
+    for (const a of during) if (a.kind === 'start') g.done(10);
+    await sleep(t0 + 4_400 - Date.now());
+    const mine = (await table.read(service)).row.grants.find((x) => x.instance === 'a');
+    assert.ok(mine, 'a holds a grant');
+    assert.ok(
+      mine.wantRate >= 10,
+      `the third renewal asked for ${mine.wantRate}/s after 30 requests during the second`,
+    );
+  });
 });
