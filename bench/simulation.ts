@@ -41,6 +41,7 @@ import {
   type AccountLoad,
 } from './simulationLoad.js';
 import { percentile, formatTable, type Counts } from './stats.js';
+import { operationBreakdown, type OperationLoad } from './tableOps.js';
 import { TableThrottle } from './tableThrottle.js';
 
 /**
@@ -55,7 +56,8 @@ import { TableThrottle } from './tableThrottle.js';
  * Flags: --quick (shorter windows), --only name[,name], --clients N (every run; default 48, 96 for
  * the partition runs), --k-standard K (runs (a)), --k-tables K (the partition runs of (b)),
  * --k-accounts K (the account runs of (b)), --rest-seconds S (the at-rest window),
- * --settle-seconds S (longest wait for the start-up burst), --max-warmup-seconds S.
+ * --settle-seconds S (longest wait for the start-up burst), --max-warmup-seconds S,
+ * --measure-seconds S (the window; 15 quick, 30 full).
  */
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -171,7 +173,7 @@ async function settle(bench: BenchStack): Promise<number> {
     if (index === 0 || performance.now() - t0 > settleMaxMs) return (performance.now() - t0) / 1000;
   }
 }
-const measureMs = quick ? 15_000 : 30_000;
+const measureMs = Number(flag('measure-seconds') ?? (quick ? 15 : 30)) * 1000;
 
 interface RunResult {
   run: SimRun;
@@ -211,6 +213,8 @@ interface RunResult {
   /** Per order completed in the window: table answers by status, Service Bus sends/deliveries/abandons. */
   perOrder: Record<string, number>;
   windowPartitions: Record<string, number>;
+  /** The state index's Pending family per completed order in the window, by operation and outcome. */
+  pendingOperations: OperationLoad[];
   windowIndex: Record<string, number>;
   /** Service Bus credits/s paid at rest and in the window (when credits are enforced). */
   restCredits: number;
@@ -530,6 +534,7 @@ async function simulate(
       warmedUpSeconds,
       perOrder: perOrderCounts(before, after, inWindow.length),
       windowPartitions: busiestPartitions(before, after, windowSeconds, 6),
+      pendingOperations: operationBreakdown(before, after, inWindow.length, pendingFamily),
       windowIndex: indexPartitionRates(before, after, windowSeconds),
       restCredits,
       windowCredits: (creditsTo - creditsFrom) / windowSeconds,
@@ -552,6 +557,10 @@ async function simulate(
     await bench.stop();
   }
 }
+
+/** The binding family of the partition runs: `state:Pending` (P = 1) and `state:Pending:{p}`. */
+const pendingFamily = (table: string, group: string): boolean =>
+  table === 'OrderIndex' && /^state:Pending(:\{p\})?$/.test(group);
 
 const fmt = (v: number | null, d = 1) => (v === null ? '-' : v.toFixed(d));
 
@@ -621,6 +630,18 @@ async function main(): Promise<void> {
     log(
       `   busiest partitions, requests/s: at rest [${hot(r.restPartitions)}]; window [${hot(r.windowPartitions)}]`,
     );
+    if (r.pendingOperations.length > 0) {
+      const sum = (f: (o: OperationLoad) => boolean) =>
+        r.pendingOperations.filter(f).reduce((n, o) => n + o.entitiesPerOrder, 0);
+      log(
+        `   Pending family per completed order: ${r1(sum((o) => !o.outcome.startsWith('refused')))} entities paid, ` +
+          `${r1(r.pendingOperations.filter((o) => o.outcome.startsWith('refused')).reduce((n, o) => n + o.requestsPerOrder, 0))} requests refused; by operation:`,
+      );
+      for (const o of r.pendingOperations)
+        log(
+          `     ${o.group} ${o.operation} ${o.outcome}: ${o.requestsPerOrder.toFixed(2)} requests, ${o.entitiesPerOrder.toFixed(2)} entities`,
+        );
+    }
     for (const v of r.invariants.violations.slice(0, 5)) log(`   ! ${v}`);
   }
   log('\n== Model against measurement (limits / k, enforced at the servers) ==');
