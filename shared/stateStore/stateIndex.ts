@@ -240,7 +240,9 @@ export class StateIndex {
           if (etag) this.known.set(key, { count: count.Count, etag });
           else this.known.delete(key);
         } catch (e) {
-          this.known.delete(key);
+          // ServerBusy did nothing, so the shard's ETag still holds; any other failure (a timeout
+          // may have committed) leaves it unknown.
+          if (httpStatusOf(e) !== 503) this.known.delete(key);
           throw e;
         }
         if (partial) await this.removeUncounted(o, partitionKey);

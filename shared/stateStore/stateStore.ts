@@ -23,6 +23,7 @@ import {
 } from './historyRows.js';
 import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
 import { liveRepairPage } from './liveRepair.js';
+import { whileRefusedForLoad } from './patience.js';
 import { mapPooled } from './pooled.js';
 import { StoreMetrics } from './metrics.js';
 import { defaultIndexPartitions, IndexLayout } from './indexLayout.js';
@@ -353,7 +354,7 @@ export class StateStore {
       // Best effort: readers and the reconcile pass remove groups the state row does not confirm.
       const before = current.stateSince ?? current.state.updatedAt;
       const previous = indexed(orderId, current.state, before, current.order.customerId, version);
-      await this.stateIndex.leave(previous).catch(() => undefined);
+      await whileRefusedForLoad(() => this.stateIndex.leave(previous)).catch(() => undefined);
     }
     return stored;
   }
