@@ -1,9 +1,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { RestError, type TableClient, type TransactionAction } from '@azure/data-tables';
+import { RestError, odata, type TableClient, type TransactionAction } from '@azure/data-tables';
 import type { AzuriteInstance } from '../../local/azurite.js';
-import type { StateStore } from '../../shared/stateStore/index.js';
+import { StateStore } from '../../shared/stateStore/index.js';
 import type { IndexedOrder } from '../../shared/stateStore/stateIndex.js';
 import { at, step, submitNew, withStore } from './harness.js';
 
@@ -97,4 +97,49 @@ test('a move refused with ServerBusy keeps its counter ETag: trying again reads 
   }
   const counts = await store.countsPerState();
   assert.equal(counts.Compensating, 2, 'each group counted once');
+});
+
+test('at P = 2 a state keeps 16 counter shards over its partitions, as at P = 1: its writers meet no more often', async () => {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
+  const p2 = await StateStore.open(
+    { kind: 'connectionString', connectionString: azurite.connectionString },
+    {
+      ordersTable: `Orders${suffix}`,
+      inFlightTable: `InFlight${suffix}`,
+      stateIndexTable: `OrderIndex${suffix}`,
+      stateIndexPartitions: 2,
+    },
+  );
+  const index = p2.stateIndex;
+  const partition = 'state:Processed:0';
+  const ids: string[] = [];
+  while (ids.length < 16) {
+    const id = randomUUID();
+    if (index.layout.partitionFor('Processed', id) === partition) ids.push(id);
+  }
+  // One process entering 16 orders of one partition at once: each move takes a shard no other
+  // move of the process is writing, while there is one.
+  await Promise.all(
+    ids.map((orderId) =>
+      index.enter({
+        orderId,
+        state: 'Processed',
+        since: at(70),
+        customerId: 'c-1',
+        workflow: 'order',
+        workflowVersion: 1,
+      }),
+    ),
+  );
+  const shards: number[] = [];
+  for await (const row of index.table.listEntities<{ Count?: number }>({
+    queryOptions: { filter: odata`PartitionKey eq ${partition} and RowKey ge ${'n:'} and RowKey lt ${'n;'}` },
+  }))
+    shards.push(Number(row.Count ?? 0));
+  assert.equal(shards.length, 8, `${shards.length} counter shards in each of the 2 partitions (16 at P = 1)`);
+  assert.equal(
+    shards.reduce((a, b) => a + b, 0),
+    16,
+  );
+  assert.equal((await p2.countsPerState()).Processed, 16);
 });
