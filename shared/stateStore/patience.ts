@@ -6,12 +6,14 @@ import { httpStatusOf } from './errors.js';
  * going, after the transaction). The table client gives up after its own three retries (about
  * 7 s); under a throttled partition most such removals were then dropped (the throttled
  * simulation: 0.1-0.2 of the one removal per order got through), leaving the group counted in the
- * old state until the hourly repair pays for it. Waiting is not failing: the write is tried again
- * after a back-off while the service refuses it for load. What is still refused after that stays
- * best effort (readers and the repair pass remove it, stateIndex.ts).
+ * old state until the hourly repair pays for it. So a removal the service refused for load is
+ * tried again, in the background: awaiting it held the Scheduler's invocation past the claim's
+ * deadline (30 s in the simulation), and the Supervisor then retried orders that were only
+ * waiting. What is still refused after that stays best effort (readers and the repair pass remove
+ * it, stateIndex.ts); a process that stops meanwhile leaves the same.
  */
 export interface Patience {
-  /** Further tries after the first one is refused. */
+  /** Tries after the refused one. */
   retries: number;
   initialDelayMs: number;
   maxDelayMs: number;
@@ -29,14 +31,23 @@ export function refusedForLoad(e: unknown): boolean {
   return status === 503 || status === 500 || status === 408;
 }
 
-export async function whileRefusedForLoad<T>(
-  write: () => Promise<T>,
+/** When `e` is a refusal for load, tries `write` again later, not awaited; anything else is ignored. */
+export function retryLaterIfRefused(
+  e: unknown,
+  write: () => Promise<unknown>,
   patience: Patience = removalPatience,
-): Promise<T> {
-  const { ExponentialBackoff, handleWhen, retry } = await loadCockatiel();
-  const policy = retry(handleWhen(refusedForLoad), {
-    maxAttempts: patience.retries,
-    backoff: new ExponentialBackoff({ initialDelay: patience.initialDelayMs, maxDelay: patience.maxDelayMs }),
-  });
-  return policy.execute(() => write());
+): void {
+  if (!refusedForLoad(e)) return;
+  const later = async () => {
+    const { ExponentialBackoff, handleWhen, retry } = await loadCockatiel();
+    const policy = retry(handleWhen(refusedForLoad), {
+      maxAttempts: patience.retries - 1,
+      backoff: new ExponentialBackoff({
+        initialDelay: patience.initialDelayMs,
+        maxDelay: patience.maxDelayMs,
+      }),
+    });
+    await policy.execute(() => write());
+  };
+  setTimeout(() => void later().catch(() => undefined), patience.initialDelayMs);
 }

@@ -48,11 +48,17 @@ test('a refused removal from the previous state is tried again: the order is not
   const refused = refuseNextTransaction((actions) => actions.some(([kind]) => kind === 'delete'));
   await step(store, submitted, { type: 'Claim', by: 'A' }, at(1));
   assert.equal(refused(), 1, 'the removal was refused once');
-  const stillPending = await store.stateIndex.has({
-    state: 'Pending',
+  // Tried again in the background (the claim is not held): within the patience's first tries.
+  const group = {
+    state: 'Pending' as const,
     since: submitted.stateSince ?? submitted.state.updatedAt,
     orderId,
-  });
+  };
+  let stillPending = await store.stateIndex.has(group);
+  for (let waited = 0; stillPending && waited < 15_000; waited += 250) {
+    await new Promise((r) => setTimeout(r, 250));
+    stillPending = await store.stateIndex.has(group);
+  }
   const counts = await store.countsPerState();
   assert.equal(
     stillPending,
