@@ -91,6 +91,7 @@ export async function settle(bench: BenchStack, quietMs = 1500, maxMs = 20_000):
         ([k]) =>
           !k.startsWith('amqp.') &&
           !k.startsWith('table.part.') &&
+          !k.startsWith('table.op.') &&
           !k.startsWith('table.account.') &&
           !k.startsWith('feed.') &&
           !k.includes('InFlight.query') &&

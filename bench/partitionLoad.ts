@@ -72,7 +72,8 @@ export interface PartitionGroupLoad {
   maxWrittenPerPartitionPerOrder: number;
 }
 
-function groupOf(table: string, partitionKey: string): string {
+/** The group a partition belongs to: an order's own, a spread family (`...:{p}`), or itself. */
+export function groupOf(table: string, partitionKey: string): string {
   if (/^[0-9a-f]{8}-[0-9a-f]{4}-/.test(partitionKey)) return `${table}|{order}`;
   if (/^state:[A-Za-z]+:\d+$/.test(partitionKey)) return `${table}|${partitionKey.replace(/:\d+$/, ':{p}')}`;
   if (table.startsWith('InFlight') && /^[0-9a-f]{2}$/.test(partitionKey)) return `${table}|{2 hex}`;

@@ -1,8 +1,9 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readPartition, writtenPartition } from './partitionLoad.js';
+import { groupOf, readPartition, writtenPartition } from './partitionLoad.js';
 import type { Counts } from './stats.js';
 import { partitionCharge, tableErrorResponse, type TableThrottle } from './tableThrottle.js';
+import { batchSignature, countOperation, operationOf, outcomeOf } from './tableOps.js';
 
 /**
  * A counting HTTP proxy in front of Azurite's table endpoint. Every HTTP request the table
@@ -195,6 +196,51 @@ function countPartitionRead(
   for (const [p, n] of Object.entries(byPartition)) bump(counts, partitionKey(table, p, 'read'), n);
 }
 
+/** A request's partition group and operation, for the per-operation counters (tableOps.ts). */
+/** The group of a partition without its table's name (groupOf prefixes it). */
+const groupIn = (table: string, partition: string): string =>
+  groupOf(table, partition).slice(table.length + 1);
+
+function describeOperation(
+  req: IncomingMessage,
+  kind: TableRequestKind,
+  table: string,
+  body: Buffer,
+): { table: string; group: string; operation: string; writes: number } {
+  const url = req.url ?? '/';
+  const method = req.method ?? 'GET';
+  if (kind === 'batch') {
+    const text = body.toString('utf8');
+    const t = batchTarget(text);
+    return {
+      table: t?.table ?? '?',
+      group: t ? groupIn(t.table, t.partition) : '?',
+      operation: batchSignature(text),
+      writes: t?.entities ?? 0,
+    };
+  }
+  const keyed = partitionInPath(url);
+  const partition =
+    kind === 'query'
+      ? (partitionInFilter(url) ?? '(scan)')
+      : (keyed ?? (method.toUpperCase() === 'POST' ? partitionInBody(body.toString('utf8')) : undefined));
+  return {
+    table,
+    group: partition === undefined ? '?' : groupIn(table, partition),
+    operation: operationOf(method, keyed !== undefined, req.headers['if-match'] !== undefined),
+    writes: kind === 'write' ? 1 : 0,
+  };
+}
+
+function rowsIn(payload: Buffer): number {
+  try {
+    const parsed = JSON.parse(payload.toString('utf8')) as { value?: unknown[] };
+    return Array.isArray(parsed.value) ? parsed.value.length : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** `throttle`: enforce (scaled) Azure limits and answer as the Table service past them. */
 export async function startTableProxy(options: { throttle?: TableThrottle } = {}): Promise<TableProxy> {
   const { throttle } = options;
@@ -213,6 +259,7 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
         ? partitionCharge(req.method ?? 'GET', req.url ?? '/', kind, table, body)
         : undefined;
       const refusal = throttle && kind !== 'admin' ? throttle.admit(charge, account) : undefined;
+      const op = kind === 'admin' ? undefined : describeOperation(req, kind, table, body);
       // Per account and table (a batch by its target's table): what spends each account's requests.
       const tableOf = kind === 'batch' ? (batchTarget(body.toString('utf8'))?.table ?? '?') : table;
       if (refusal) {
@@ -220,6 +267,7 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
         bump(counts, `account.${account}.throttled`);
         bump(counts, `account.${account}.table.${tableOf}.throttled`);
         bump(counts, `status.${refusal.status}`);
+        if (op) countOperation(counts, { ...op, outcome: `refused${refusal.status}`, entities: op.writes });
         const answer = tableErrorResponse(refusal);
         res.writeHead(answer.status, answer.headers);
         res.end(answer.body);
@@ -252,6 +300,16 @@ export async function startTableProxy(options: { throttle?: TableThrottle } = {}
           void (async () => {
             const payload = await readAll(up);
             bump(counts, `status.${up.statusCode ?? 0}`);
+            if (op) {
+              const status = up.statusCode ?? 0;
+              const returned = kind === 'query' && status === 200 ? rowsIn(payload) : 0;
+              countOperation(counts, {
+                ...op,
+                outcome: outcomeOf(status, kind === 'batch' ? payload.toString('latin1') : undefined),
+                // What the partition's bucket paid: a read or query at least one, then its rows.
+                entities: kind === 'query' ? Math.max(1, returned) : kind === 'read' ? 1 : op.writes,
+              });
+            }
             // Entities per partition (Azure's per-partition target), only for what the server accepted.
             const ok = (up.statusCode ?? 0) < 300;
             if (

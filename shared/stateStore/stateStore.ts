@@ -23,6 +23,7 @@ import {
 } from './historyRows.js';
 import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
 import { liveRepairPage } from './liveRepair.js';
+import { retryLaterIfRefused } from './patience.js';
 import { mapPooled } from './pooled.js';
 import { StoreMetrics } from './metrics.js';
 import { defaultIndexPartitions, IndexLayout } from './indexLayout.js';
@@ -353,7 +354,8 @@ export class StateStore {
       // Best effort: readers and the reconcile pass remove groups the state row does not confirm.
       const before = current.stateSince ?? current.state.updatedAt;
       const previous = indexed(orderId, current.state, before, current.order.customerId, version);
-      await this.stateIndex.leave(previous).catch(() => undefined);
+      const leave = () => this.stateIndex.leave(previous);
+      await leave().catch((e: unknown) => retryLaterIfRefused(e, leave));
     }
     return stored;
   }
