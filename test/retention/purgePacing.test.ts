@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { AzuriteInstance } from '../../local/azurite.js';
+import type { Retention } from '../../shared/retention/retention.js';
+import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harness.js';
+
+/**
+ * Issue 24, item 8: the purge gives way to live work only while there is some. With nothing live
+ * it goes at full speed (no pause between orders); while a live invocation runs it takes no more
+ * than its minimum share; a slice whose live work never ends stops at its time budget and the next
+ * slice finishes the rest. Against Azurite (tables and blobs, real sockets).
+ */
+let azurite: AzuriteInstance;
+before(async () => {
+  azurite = await startRetentionAzurite();
+});
+after(async () => {
+  await azurite.stop();
+});
+
+const t0 = new Date('2030-01-01T00:00:00.000Z');
+
+/**
+ * Each purged order's work, as the Retention table sees it: from its marker's write to its
+ * marker's delete. What lies between one order's end and the next one's start is pause.
+ */
+function timeline(retention: Retention) {
+  const orders: { start: number; end: number }[] = [];
+  const table = retention.table;
+  const put = table.putMarker.bind(table);
+  const del = table.deleteMarker.bind(table);
+  table.putMarker = async (...args: Parameters<typeof put>) => {
+    orders.push({ start: performance.now(), end: NaN });
+    return put(...args);
+  };
+  table.deleteMarker = async (...args: Parameters<typeof del>) => {
+    await del(...args);
+    const open = [...orders].reverse().find((o) => Number.isNaN(o.end));
+    if (open) open.end = performance.now();
+  };
+  const gaps = () => orders.slice(1).map((o, i) => o.start - orders[i].end);
+  return { orders, gaps };
+}
+
+async function expiredOrders(retention: Retention, n: number) {
+  const store = retention.store;
+  return Promise.all(Array.from({ length: n }, (_, i) => orderIn(store, 'Processed', new Date(t0.getTime() + i))));
+}
+
+test('with no live work the purge never pauses between orders: full speed', async () => {
+  const { retention } = await withRetention(azurite, { orderRetentionDays: 1 });
+  await expiredOrders(retention, 12);
+  const line = timeline(retention);
+  const report = await retention.purgeNow(daysAfter(t0, 3), 12);
+  assert.equal(report.purged, 12);
+  const work = line.orders.reduce((s, o) => s + (o.end - o.start), 0);
+  const paused = line.gaps().reduce((s, g) => s + g, 0);
+  // Without live work a pause is waste: the purge would take longer for nothing.
+  assert.ok(
+    paused < 0.1 * work,
+    `paused ${paused.toFixed(0)} ms between orders against ${work.toFixed(0)} ms of work (gaps ${line
+      .gaps()
+      .map((g) => g.toFixed(0))
+      .join(', ')} ms)`,
+  );
+});
