@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { AzuriteInstance } from '../../local/azurite.js';
 import type { Retention } from '../../shared/retention/retention.js';
+import { inProcessLiveWork, liveInvocations } from '../../shared/retention/liveWork.js';
 import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harness.js';
 
 /**
@@ -44,7 +45,9 @@ function timeline(retention: Retention) {
 
 async function expiredOrders(retention: Retention, n: number) {
   const store = retention.store;
-  return Promise.all(Array.from({ length: n }, (_, i) => orderIn(store, 'Processed', new Date(t0.getTime() + i))));
+  return Promise.all(
+    Array.from({ length: n }, (_, i) => orderIn(store, 'Processed', new Date(t0.getTime() + i))),
+  );
 }
 
 test('with no live work the purge never pauses between orders: full speed', async () => {
@@ -63,4 +66,67 @@ test('with no live work the purge never pauses between orders: full speed', asyn
       .map((g) => g.toFixed(0))
       .join(', ')} ms)`,
   );
+});
+
+/** A live invocation of this process that runs `ms` (the count functions/liveWork.ts keeps). */
+const liveFor = (ms: number) => liveInvocations.track(() => new Promise((r) => setTimeout(r, ms)));
+
+test('while a live invocation runs the purge takes only its minimum share, then full speed', async () => {
+  const pacing = { minShareMs: 400, pollMs: 20, minSliceMs: 10_000 };
+  const { retention } = await withRetention(
+    azurite,
+    { orderRetentionDays: 1 },
+    { liveWork: inProcessLiveWork, pacing },
+  );
+  await expiredOrders(retention, 10);
+  const line = timeline(retention);
+  const liveStarted = performance.now();
+  const live = liveFor(1500);
+  const report = await retention.purgeNow(daysAfter(t0, 3), 10);
+  await live;
+  const liveEnded = liveStarted + 1500;
+  assert.equal(report.purged, 10);
+  const during = line.orders.filter((o) => o.start < liveEnded);
+  // 1,500 ms of live work at one order per 400 ms: at most 4 orders began meanwhile.
+  assert.ok(during.length <= 4, `${during.length} orders began during the live invocation`);
+  for (const [i, o] of during.slice(1).entries()) {
+    assert.ok(
+      o.start - during[i].start >= 380,
+      `orders ${(o.start - during[i].start).toFixed(0)} ms apart while live`,
+    );
+  }
+  const afterLive = line.orders.filter((o) => o.start >= liveEnded);
+  const gapsAfter = afterLive.slice(1).map((o, i) => o.start - afterLive[i].end);
+  assert.ok(
+    gapsAfter.every((g) => g < 50),
+    `gaps after the live work ended: ${gapsAfter.map((g) => g.toFixed(0))}`,
+  );
+  assert.ok(report.pausedMs >= 700, `paused ${report.pausedMs} ms`);
+});
+
+test('a slice whose live work never ends stops at its budget; the next slices finish, archiving each order once', async () => {
+  const pacing = { minShareMs: 300, pollMs: 20, minSliceMs: 700 };
+  const { retention } = await withRetention(
+    azurite,
+    { orderRetentionDays: 1 },
+    { liveWork: inProcessLiveWork, pacing },
+  );
+  const orders = await expiredOrders(retention, 6);
+  let stop = false;
+  const live = liveInvocations.track(async () => {
+    while (!stop) await new Promise((r) => setTimeout(r, 20));
+  });
+  const first = await retention.purgeNow(daysAfter(t0, 3), 6);
+  // 700 ms at one order per 300 ms: 3 orders, and the slice says more wait.
+  assert.ok(first.purged >= 1 && first.purged <= 3, `first slice purged ${first.purged}`);
+  assert.equal(first.more, true);
+  stop = true;
+  await live;
+  let purged = first.purged;
+  for (let i = 0; i < 5 && purged < 6; i++) purged += (await retention.purgeNow(daysAfter(t0, 3), 6)).purged;
+  assert.equal(purged, 6);
+  const docs = (
+    await Promise.all((await retention.archive!.blobNames()).map((b) => retention.archive!.readBlob(b)))
+  ).flat();
+  assert.deepEqual(docs.map((d) => d.orderId).sort(), orders.map((o) => o.order.orderId).sort());
 });
