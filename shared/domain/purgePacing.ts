@@ -1,23 +1,24 @@
 /**
- * When the purge takes its next order (no I/O): at once while nothing live waits or runs; while
- * live work does, at most one order per `minShareMs`, and never past the slice's time budget. The
- * adapter (shared/retention/purgePacer.ts) reads the live work and sleeps what this decides.
+ * When the purge does its next piece of work (a slice's reads, or one order; no I/O): at once
+ * while nothing live waits or runs; while live work does, it keeps at most `liveShare` of the time,
+ * and it starts nothing past the slice's time budget. The adapter (shared/retention/purgePacer.ts)
+ * reads the live work and sleeps what this decides.
  */
 export interface PurgePacing {
   /**
-   * While live work waits, the purge still takes one order per this long, so it never starves.
-   * 1 s: an order is about 10 table requests (~80 ms here), so the purge keeps under a tenth of
-   * what it shares with live orders, yet clears 86,400 orders a day per purger however busy the app
-   * (a day's expiry at 1 order/s of sustained traffic) and goes at full speed whenever it is quiet.
+   * The purge's share of the time while live work waits: after a piece that took d ms it pauses
+   * d·(1 − share)/share. 0.1: the purge costs live orders at most about a tenth of what it costs at
+   * full speed, yet never starves: a tenth of full speed (~1.2 orders/s here, ~100,000 a day per
+   * purger) however busy the app, and full speed whenever nothing live waits.
    */
-  minShareMs: number;
+  liveShare: number;
   /** How often a paused purge looks at the live work again. */
   pollMs: number;
-  /** The least time budget of a slice (its rate's share of the run when larger). */
+  /** The least time budget of a slice (its orders at the purge rate when longer). */
   minSliceMs: number;
 }
 
-export const defaultPurgePacing: PurgePacing = { minShareMs: 1000, pollMs: 100, minSliceMs: 5000 };
+export const defaultPurgePacing: PurgePacing = { liveShare: 0.1, pollMs: 100, minSliceMs: 5000 };
 
 export type PurgeStep = { kind: 'go' } | { kind: 'pause'; ms: number } | { kind: 'stop' };
 
@@ -25,22 +26,29 @@ export interface PurgeMoment {
   nowMs: number;
   /** Live invocations running here, or live messages waiting or being handled anywhere. */
   liveWork: boolean;
-  /** When the purge last took an order (this process), if ever. */
-  lastOrderMs: number | undefined;
-  /** The slice starts no order after this instant while it is paused for live work. */
+  /** The purge's last piece of work in this process, if any. */
+  last: { startMs: number; endMs: number } | undefined;
+  /** The slice starts nothing after this instant while it gives way to live work. */
   deadlineMs: number;
 }
 
+/** When the next piece may start while live work waits: after the last one's pause. */
+export function turnAfter(last: PurgeMoment['last'], pacing: PurgePacing): number {
+  if (!last) return -Infinity;
+  const took = Math.max(0, last.endMs - last.startMs);
+  return last.endMs + (took * (1 - pacing.liveShare)) / pacing.liveShare;
+}
+
 /**
- * The next step before an order: go, pause (then ask again), or stop the slice (its budget ends
- * before its next share; the next slice goes on, and what it archived is not archived again).
+ * The next step: go, pause (then ask again), or stop the slice (its budget ends before its next
+ * turn; the next slice goes on, and what it archived is not archived again).
  */
 export function nextPurgeStep(at: PurgeMoment, pacing: PurgePacing): PurgeStep {
   if (!at.liveWork) return { kind: 'go' };
-  const shareAt = at.lastOrderMs === undefined ? at.nowMs : at.lastOrderMs + pacing.minShareMs;
-  if (at.nowMs >= shareAt) return { kind: 'go' };
-  if (shareAt > at.deadlineMs) return { kind: 'stop' };
-  return { kind: 'pause', ms: Math.max(1, Math.min(pacing.pollMs, shareAt - at.nowMs)) };
+  const turnAt = turnAfter(at.last, pacing);
+  if (at.nowMs >= turnAt) return { kind: 'go' };
+  if (turnAt > at.deadlineMs) return { kind: 'stop' };
+  return { kind: 'pause', ms: Math.max(1, Math.min(pacing.pollMs, turnAt - at.nowMs)) };
 }
 
 /** A slice's time budget: its orders at the purge rate, or the least budget when that is longer. */
@@ -49,10 +57,9 @@ export function sliceBudgetMs(orders: number, ratePerSecond: number, pacing: Pur
 }
 
 /**
- * How many orders a slice judges and archives when live work runs as it starts: what its minimum
- * share lets it delete within its budget (at least one), so it does not archive orders it will
- * leave to the next slice.
+ * How many orders a slice judges and archives when live work runs as it starts: its share of
+ * them (at least one), so it does not archive many orders it will leave to the next slice.
  */
-export function ordersWhileLive(orders: number, budgetMs: number, pacing: PurgePacing): number {
-  return Math.max(1, Math.min(orders, Math.floor(budgetMs / pacing.minShareMs) + 1));
+export function ordersWhileLive(orders: number, pacing: PurgePacing): number {
+  return Math.max(1, Math.min(orders, Math.ceil(orders * pacing.liveShare)));
 }

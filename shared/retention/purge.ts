@@ -200,8 +200,8 @@ async function expireTombstones(ctx: PurgeContext, n: number): Promise<number> {
  * to `n` orders past retention, oldest first from the index's terminal states, re-judges each
  * against its own partition (held, moved on, younger: kept), archives the ones to go (exactly once
  * per order), and deletes them one by one at no more than the purge rate. While live work waits
- * or runs it pauses between orders (ctx.pacer), down to its minimum share, and stops at its time
- * budget; what it archived and left is not archived again by the next slice.
+ * or runs it keeps to its share of the time (ctx.pacer: before its reads and before each order),
+ * and stops at its time budget; what it archived and left is not archived again by the next slice.
  */
 export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeReport> {
   const report: PurgeReport = {
@@ -218,15 +218,20 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
   const started = Date.now();
   const deadline =
     started + sliceBudgetMs(n, ctx.policy.purgeRatePerSecond, ctx.pacer?.pacing ?? defaultPacing);
+  // The slice's reads are a piece of work too (a hundred-odd requests): they wait their turn.
+  if (ctx.pacer && !(await ctx.pacer.next(deadline, true))) {
+    report.more = true;
+    report.pausedMs = ctx.pacer.takePaused();
+    return report;
+  }
   for (const marker of await ctx.table.markers(n)) {
     await resume(ctx, marker);
     report.resumed += 1;
   }
   const cutoff = retentionCutoff(ctx.now, ctx.policy.orderRetentionDays);
   if (cutoff !== null) {
-    // Busy now: judge and archive only what the minimum share can delete before the budget ends.
-    const take =
-      ctx.pacer && (await ctx.pacer.liveNow()) ? ordersWhileLive(n, deadline - started, ctx.pacer.pacing) : n;
+    // Busy now: judge and archive only the slice's share, not orders it would leave to the next.
+    const take = ctx.pacer && (await ctx.pacer.liveNow()) ? ordersWhileLive(n, ctx.pacer.pacing) : n;
     // Held orders stay at the head of the oldest-first entries: read past them (bounded).
     const heldRoom = (await ctx.table.heldIds(1000)).length;
     const read = await Promise.all(
@@ -264,6 +269,7 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
       for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
       report.archived = judged.length;
     }
+    ctx.pacer?.done();
     await ctx.crashAt?.('archived');
     for (const [i, j] of judged.entries()) {
       // The rate: the i-th order of the slice is not deleted before i / rate seconds.
@@ -277,6 +283,7 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
       await ctx.crashAt?.('marked');
       if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
       else report.keptOther += 1;
+      ctx.pacer?.done();
     }
   }
   report.tombstonesExpired = await expireTombstones(ctx, n);

@@ -2,11 +2,12 @@ import { defaultPurgePacing, nextPurgeStep, type PurgePacing } from '../domain/p
 import type { LiveWork } from './liveWork.js';
 
 /**
- * The purge's gate before each order (domain/purgePacing.ts decides): one per process, so the
- * minimum share holds across slices too. Without a live-work signal it never waits.
+ * The purge's gate before each piece of work (domain/purgePacing.ts decides): one per process, so
+ * its share holds across slices too. Without a live-work signal it never waits.
  */
 export class PurgePacer {
-  private lastOrderMs: number | undefined;
+  private last: { startMs: number; endMs: number } | undefined;
+  private startedMs: number | undefined;
   /** Time spent paused for live work since the last `takePaused`. */
   private paused = 0;
 
@@ -20,22 +21,33 @@ export class PurgePacer {
     return this.live ? this.live.busy() : false;
   }
 
-  /** Waits for the purge's turn; false when the slice should stop (its budget ends first). */
-  async next(deadlineMs: number): Promise<boolean> {
+  /**
+   * Waits for the purge's turn; false when the slice should stop (its budget ends first). With
+   * `holdToDeadline` (a slice's first piece) it waits out the budget instead of returning at once,
+   * so a caller looping over slices does not spin.
+   */
+  async next(deadlineMs: number, holdToDeadline = false): Promise<boolean> {
     for (;;) {
       const nowMs = Date.now();
       const step = nextPurgeStep(
-        { nowMs, liveWork: await this.liveNow(), lastOrderMs: this.lastOrderMs, deadlineMs },
+        { nowMs, liveWork: await this.liveNow(), last: this.last, deadlineMs },
         this.pacing,
       );
-      if (step.kind === 'stop') return false;
       if (step.kind === 'go') {
-        this.lastOrderMs = Date.now();
+        this.startedMs = Date.now();
         return true;
       }
-      await new Promise((r) => setTimeout(r, step.ms));
+      if (step.kind === 'stop' && (!holdToDeadline || nowMs >= deadlineMs)) return false;
+      const ms = step.kind === 'pause' ? step.ms : Math.min(this.pacing.pollMs, deadlineMs - nowMs);
+      await new Promise((r) => setTimeout(r, ms));
       this.paused += Date.now() - nowMs;
     }
+  }
+
+  /** The piece `next` let start is done: its time sets the next pause while live work waits. */
+  done(): void {
+    if (this.startedMs !== undefined) this.last = { startMs: this.startedMs, endMs: Date.now() };
+    this.startedMs = undefined;
   }
 
   takePaused(): number {
