@@ -18,6 +18,7 @@ import { ServiceHealthTable } from '../stateStore/serviceHealthTable.js';
 import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
 import { RetentionAccounts } from '../retention/retentionAccounts.js';
+import { anyLiveWork, inProcessLiveWork, serviceBusLiveWork } from '../retention/liveWork.js';
 
 /**
  * The composition root: one set of clients per process, built on first use from the validated
@@ -71,6 +72,8 @@ async function create(s: Settings): Promise<Dependencies> {
       s.stateStoreAccounts,
       s.retention,
       s.retention.archiveConnection,
+      // The purge gives way to live orders: this host's own, and the queues' (other instances').
+      anyLiveWork(inProcessLiveWork, serviceBusLiveWork(bus.client)),
     ),
     bus,
     schedulerBacklog: new ServiceBusQueueBacklog(bus.client, queues.scheduler),

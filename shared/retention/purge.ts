@@ -11,12 +11,18 @@ import {
   type RetentionPolicy,
 } from '../domain/retention.js';
 import type { ProcessState } from '../domain/state.js';
+import {
+  defaultPurgePacing as defaultPacing,
+  ordersWhileLive,
+  sliceBudgetMs,
+} from '../domain/purgePacing.js';
 import { mergedRange } from '../stateStore/mergedRange.js';
 import { httpStatusOf } from '../stateStore/errors.js';
 import { orderRowKey, rowToOrder, workflowVersionOf } from '../stateStore/rows.js';
 import { rowToIndexed, type IndexedOrder } from '../stateStore/stateIndex.js';
 import type { StateStore } from '../stateStore/stateStore.js';
 import type { OrderArchive } from './archive.js';
+import type { PurgePacer } from './purgePacer.js';
 import {
   archiveDocument,
   fenceState,
@@ -39,8 +45,10 @@ export interface PurgeReport {
   keptHeld: number;
   keptOther: number;
   tombstonesExpired: number;
-  /** True when the slice was full: more may be waiting. */
+  /** True when the slice was full (or stopped at its budget for live work): more may be waiting. */
   more: boolean;
+  /** Time the slice spent paused for live work. */
+  pausedMs: number;
 }
 
 export interface PurgeContext {
@@ -50,6 +58,8 @@ export interface PurgeContext {
   archive?: OrderArchive;
   policy: RetentionPolicy;
   now: Date;
+  /** Gives way to live work between orders; absent: full speed. */
+  pacer?: PurgePacer;
   /** Test hook: throws at a named step, as a crash would stop the slice there. */
   crashAt?: (step: 'archived' | 'marked' | 'unlisted' | 'fenced') => void | Promise<void>;
 }
@@ -186,17 +196,12 @@ async function expireTombstones(ctx: PurgeContext, n: number): Promise<number> {
 }
 
 /**
- * How long the purge waits after an order, per unit of the time that order took: 1 keeps it busy
- * at most half the time, so on a machine or account it shares with live orders it gives way to
- * them (bench:retention measures the live throughput beside it).
- */
-const purgeYield = 1;
-
-/**
  * One bounded slice of the purge: finishes what a crashed slice left (its markers), then takes up
  * to `n` orders past retention, oldest first from the index's terminal states, re-judges each
  * against its own partition (held, moved on, younger: kept), archives the ones to go (exactly once
- * per order), and deletes them one by one at no more than the purge rate.
+ * per order), and deletes them one by one at no more than the purge rate. While live work waits
+ * or runs it keeps to its share of the time (ctx.pacer: before its reads and before each order),
+ * and stops at its time budget; what it archived and left is not archived again by the next slice.
  */
 export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeReport> {
   const report: PurgeReport = {
@@ -208,14 +213,25 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
     keptOther: 0,
     tombstonesExpired: 0,
     more: false,
+    pausedMs: 0,
   };
   const started = Date.now();
+  const deadline =
+    started + sliceBudgetMs(n, ctx.policy.purgeRatePerSecond, ctx.pacer?.pacing ?? defaultPacing);
+  // The slice's reads are a piece of work too (a hundred-odd requests): they wait their turn.
+  if (ctx.pacer && !(await ctx.pacer.next(deadline, true))) {
+    report.more = true;
+    report.pausedMs = ctx.pacer.takePaused();
+    return report;
+  }
   for (const marker of await ctx.table.markers(n)) {
     await resume(ctx, marker);
     report.resumed += 1;
   }
   const cutoff = retentionCutoff(ctx.now, ctx.policy.orderRetentionDays);
   if (cutoff !== null) {
+    // Busy now: judge and archive only the slice's share, not orders it would leave to the next.
+    const take = ctx.pacer && (await ctx.pacer.liveNow()) ? ordersWhileLive(n, ctx.pacer.pacing) : n;
     // Held orders stay at the head of the oldest-first entries: read past them (bounded).
     const heldRoom = (await ctx.table.heldIds(1000)).length;
     const read = await Promise.all(
@@ -231,7 +247,7 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
     report.examined = candidates.length;
     const judged: { entry: IndexedOrder; p: OrderPartition; blobName?: string }[] = [];
     for (const c of purgeSelection(candidates, cutoff, n + heldRoom)) {
-      if (judged.length >= n) break;
+      if (judged.length >= take) break;
       const entry = entries.get(c.orderId)!;
       const p = await readPartition(ctx.store.orders, c.orderId);
       const verdict = stillExpired(p, entry, ctx);
@@ -244,7 +260,7 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
           ...(ctx.archive ? { blobName: archiveBlobName(entry.orderId, entry.since) } : {}),
         });
     }
-    report.more = judged.length >= n;
+    report.more = judged.length >= take;
     if (ctx.archive && judged.length > 0) {
       const placed = await ctx.archive.append(
         judged.map((j) => ({ blobName: j.blobName!, document: archiveDocument(j.p, ctx.now) })),
@@ -253,21 +269,24 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
       for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
       report.archived = judged.length;
     }
+    ctx.pacer?.done();
     await ctx.crashAt?.('archived');
-    let yieldUntil = 0;
     for (const [i, j] of judged.entries()) {
-      // The rate: the i-th order of the slice is not deleted before i / rate seconds; and the purge
-      // yields to live work: after each order it waits as long as that order took.
-      const due = Math.max(started + (i * 1000) / ctx.policy.purgeRatePerSecond, yieldUntil);
+      // The rate: the i-th order of the slice is not deleted before i / rate seconds.
+      const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
       if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
-      const orderStarted = Date.now();
+      if (ctx.pacer && !(await ctx.pacer.next(deadline))) {
+        report.more = true;
+        break;
+      }
       await ctx.table.putMarker(j.entry, j.blobName);
       await ctx.crashAt?.('marked');
       if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
       else report.keptOther += 1;
-      yieldUntil = Date.now() + (Date.now() - orderStarted) * purgeYield;
+      ctx.pacer?.done();
     }
   }
   report.tombstonesExpired = await expireTombstones(ctx, n);
+  report.pausedMs = ctx.pacer?.takePaused() ?? 0;
   return report;
 }

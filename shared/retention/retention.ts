@@ -13,6 +13,9 @@ import { OrderArchive, type ArchivedOrder } from './archive.js';
 import { holdRowKey, writeHold } from './orderPartition.js';
 import { purgeSlice, type PurgeContext, type PurgeReport } from './purge.js';
 import { RetentionTable, type PurgeStatus } from './retentionTable.js';
+import type { LiveWork } from './liveWork.js';
+import { PurgePacer } from './purgePacer.js';
+import type { PurgePacing } from '../domain/purgePacing.js';
 
 /** A purged order as its tombstone tells it. */
 export interface PurgedOrder {
@@ -63,6 +66,8 @@ export class Retention {
     readonly table: RetentionTable,
     readonly policy: RetentionPolicy,
     readonly archive: OrderArchive | undefined,
+    /** Gives way to live work between purged orders (one per process: the minimum share spans slices). */
+    readonly pacer: PurgePacer | undefined,
   ) {}
 
   static async open(
@@ -70,7 +75,14 @@ export class Retention {
     connection: StateStoreConnection,
     policy: RetentionPolicy,
     archive?: ArchiveConnection,
-    options: { table?: string; container?: string; credential?: TokenCredential } = {},
+    options: {
+      table?: string;
+      container?: string;
+      credential?: TokenCredential;
+      /** What the purge gives way to; absent: it goes at full speed (the rate) always. */
+      liveWork?: LiveWork;
+      pacing?: PurgePacing;
+    } = {},
   ): Promise<Retention> {
     const client = tableClient(connection, options.table ?? 'Retention', store.metrics, options.credential);
     await ensureTable(client);
@@ -81,7 +93,8 @@ export class Retention {
             ...(options.credential ? { credential: options.credential } : {}),
           })
         : undefined;
-    return new Retention(store, new RetentionTable(client), policy, opened);
+    const pacer = options.liveWork ? new PurgePacer(options.liveWork, options.pacing) : undefined;
+    return new Retention(store, new RetentionTable(client), policy, opened, pacer);
   }
 
   /** One slice now, whatever the idle back-off (tests, the chaos scenario). */
@@ -93,6 +106,7 @@ export class Retention {
         ...(this.archive ? { archive: this.archive } : {}),
         policy: this.policy,
         now,
+        ...(this.pacer ? { pacer: this.pacer } : {}),
         ...(crashAt ? { crashAt } : {}),
       },
       n,

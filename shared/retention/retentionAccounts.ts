@@ -4,6 +4,7 @@ import type { RetentionPolicy } from '../domain/retention.js';
 import { StateStoreAccounts, storesOf, type OrderStore } from '../stateStore/accounts.js';
 import type { PurgeReport } from './purge.js';
 import { Retention, type PurgedOrder, type RetentionReadout } from './retention.js';
+import type { LiveWork } from './liveWork.js';
 
 /** What the app holds: one account's Retention, or one per account behind a router. */
 export type OrderRetention = Retention | RetentionAccounts;
@@ -25,11 +26,16 @@ export class RetentionAccounts {
     connections: StateStoreConnection[],
     policy: RetentionPolicy,
     archive?: ArchiveConnection,
+    liveWork?: LiveWork,
   ): Promise<OrderRetention> {
     const stores = storesOf(store);
-    if (!(store instanceof StateStoreAccounts)) return Retention.open(store, connections[0], policy, archive);
+    const options = liveWork ? { liveWork } : {};
+    if (!(store instanceof StateStoreAccounts))
+      return Retention.open(store, connections[0], policy, archive, options);
     if (connections.length !== stores.length) throw new Error('one connection per account is needed');
-    const parts = await Promise.all(stores.map((s, i) => Retention.open(s, connections[i], policy, archive)));
+    const parts = await Promise.all(
+      stores.map((s, i) => Retention.open(s, connections[i], policy, archive, options)),
+    );
     return new RetentionAccounts(store, parts);
   }
 
@@ -54,6 +60,7 @@ export class RetentionAccounts {
             keptOther: total.keptOther + r.keptOther,
             tombstonesExpired: total.tombstonesExpired + r.tombstonesExpired,
             more: total.more || r.more,
+            pausedMs: total.pausedMs + r.pausedMs,
           }
         : r;
     }

@@ -14,6 +14,7 @@ export async function startRetentionAzurite(): Promise<AzuriteInstance> {
 export async function withRetention(
   azurite: AzuriteInstance,
   over: Partial<RetentionPolicy> = {},
+  options: Pick<Parameters<typeof Retention.open>[4] & object, 'liveWork' | 'pacing'> = {},
 ): Promise<{ store: StateStore; retention: Retention; metrics: StoreMetrics }> {
   const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
   const connection = { kind: 'connectionString' as const, connectionString: azurite.connectionString };
@@ -30,7 +31,7 @@ export async function withRetention(
     connection,
     { ...defaultRetention, purgeRatePerSecond: 1000, ...over },
     connection,
-    { table: `Retention${suffix}`, container: `archive-${suffix}` },
+    { table: `Retention${suffix}`, container: `archive-${suffix}`, ...options },
   );
   return { store, retention, metrics };
 }
