@@ -2,7 +2,6 @@ import type { ServiceBusClient } from '@azure/service-bus';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
 import { queues } from '../messaging/entities.js';
 import { IntakeGauge } from '../messaging/intakeGauge.js';
-import { ServiceBusQueueHead } from '../messaging/queueHead.js';
 
 /** Whether live orders are being worked on or wait: what the purge gives way to. */
 export interface LiveWork {
@@ -56,13 +55,7 @@ export const liveQueues = (): string[] =>
 export function serviceBusLiveWork(client: ServiceBusClient, names: string[] = liveQueues()): QueueLiveWork {
   const sampleMs = names.length * 1000;
   return new QueueLiveWork(
-    names.map(
-      (q) =>
-        new IntakeGauge(
-          new ServiceBusQueueHead(client, q, new ServiceBusQueueBacklog(client, q, 1)),
-          sampleMs,
-        ),
-    ),
+    names.map((q) => new IntakeGauge(new ServiceBusQueueBacklog(client, q, 1), sampleMs)),
   );
 }
 
