@@ -269,13 +269,15 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
       for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
       report.archived = judged.length;
     }
-    ctx.pacer?.done();
     await ctx.crashAt?.('archived');
     for (const [i, j] of judged.entries()) {
       // The rate: the i-th order of the slice is not deleted before i / rate seconds.
       const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
       if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
-      if (ctx.pacer && !(await ctx.pacer.next(deadline))) {
+      // The reads' piece goes on through the first order: a slice that paid for its reads and
+      // then waited out its pause would stop at its budget with nothing purged, and the next
+      // slice would read again (starved while live work never ends).
+      if (i > 0 && ctx.pacer && !(await ctx.pacer.next(deadline))) {
         report.more = true;
         break;
       }
@@ -286,6 +288,8 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
       ctx.pacer?.done();
     }
   }
+  // A slice that read and found nothing to delete ends its reads' piece here (a no-op otherwise).
+  ctx.pacer?.done();
   report.tombstonesExpired = await expireTombstones(ctx, n);
   report.pausedMs = ctx.pacer?.takePaused() ?? 0;
   return report;

@@ -146,3 +146,38 @@ test('a slice whose live work never ends stops at its budget; the next slices fi
   ).flat();
   assert.deepEqual(docs.map((d) => d.orderId).sort(), orders.map((o) => o.order.orderId).sort());
 });
+
+test('while live work never ends, every slice that pays for its reads purges at least one order: the purge does not starve', async () => {
+  // A share so small that the pause after a slice's reads alone outlasts the slice's budget: a
+  // slice whose reads were a piece of their own then stopped before any order, and the next one
+  // read again (the chaos run retention-under-load purged nothing in 60 s of live orders).
+  const pacing = { liveShare: 0.02, pollMs: 10, minSliceMs: 300 };
+  const { retention } = await withRetention(
+    azurite,
+    { orderRetentionDays: 1 },
+    { liveWork: inProcessLiveWork, pacing },
+  );
+  await expiredOrders(retention, 6);
+  let stop = false;
+  const live = liveInvocations.track(async () => {
+    while (!stop) await new Promise((r) => setTimeout(r, 20));
+  });
+  const slices: { examined: number; purged: number }[] = [];
+  const until = performance.now() + 4000;
+  try {
+    while (performance.now() < until) {
+      const r = await retention.purgeNow(daysAfter(t0, 3), 6);
+      slices.push({ examined: r.examined, purged: r.purged });
+    }
+  } finally {
+    stop = true;
+    await live;
+  }
+  const purged = slices.reduce((s, r) => s + r.purged, 0);
+  const read = slices.filter((r) => r.examined > 0);
+  assert.ok(
+    read.length >= 1 && read.every((r) => r.purged >= 1),
+    `purged ${purged} orders in ${slices.length} slices over 4 s while live work never ended; ` +
+      `slices that read: ${read.map((r) => `${r.examined} examined/${r.purged} purged`).join(', ') || 'none'}`,
+  );
+});
