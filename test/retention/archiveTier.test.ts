@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { HttpRequest } from '@azure/functions';
-import type { AzuriteInstance } from '../../local/azurite.js';
 import type { Dependencies } from '../../shared/app/ports.js';
 import { ManualClock, orderWorkflowVersions } from '../../shared/domain/index.js';
 import { getOrder } from '../../shared/http/orderApi.js';
 import type { MessageBus } from '../../shared/messaging/bus.js';
 import { behindPlatformAuth, principalHeaders } from '../http/principal.js';
 import { policy } from '../stateStore/harness.js';
-import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harness.js';
+import { daysAfter, orderIn, retentionAzurite, withRetention } from './harness.js';
 
 /**
  * A purged order whose day blob the lifecycle rule moved to the archive tier cannot be read until
@@ -16,19 +15,13 @@ import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harn
  * Azure does (409 BlobArchived), so this runs against it: the operator's GET says the archive is
  * offline and how to bring it back, as problem+json, never 500.
  */
-let azurite: AzuriteInstance;
-before(async () => {
-  azurite = await startRetentionAzurite();
-});
-after(async () => {
-  await azurite.stop();
-});
+const azurite = retentionAzurite();
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
 const noBus = {} as MessageBus;
 
 test("an operator's GET of a purged order whose archive blob is in the archive tier answers 409 archive-offline naming the rehydration, then the document once rehydrated", async () => {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const o = await orderIn(store, 'Processed', t0);
   const orderId = o.order.orderId;
   assert.equal((await retention.purgeNow(daysAfter(t0, 100), 10)).purged, 1);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
-import type { AzuriteInstance } from '../../local/azurite.js';
+import { test } from 'node:test';
 import { archiveBlobName } from '../../shared/domain/retention.js';
 import { ArchiveOffline } from '../../shared/retention/archive.js';
-import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harness.js';
+import { daysAfter, orderIn, retentionAzurite, withRetention } from './harness.js';
 
 /**
  * An order purged long after it ended (a legal hold released, retention raised then lowered)
@@ -12,13 +11,7 @@ import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harn
  * Azure (and Azurite) refuse writes and reads. Its purge must neither stall nor fail: its
  * document goes to another blob of that day, and both orders' archived records stay readable.
  */
-let azurite: AzuriteInstance;
-before(async () => {
-  azurite = await startRetentionAzurite();
-});
-after(async () => {
-  await azurite.stop();
-});
+const azurite = retentionAzurite();
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
 
@@ -31,7 +24,7 @@ function idInBlob(blobName: string, at: Date): string {
 }
 
 test('an order purged into a day whose blob is in the archive tier is archived in another blob of that day, and both stay readable', async () => {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const first = await orderIn(store, 'Processed', t0);
   assert.equal((await retention.purgeNow(daysAfter(t0, 100), 10)).purged, 1);
   const firstPurged = (await retention.purged(first.order.orderId))!;

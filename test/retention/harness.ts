@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { after, before } from 'node:test';
 import { startAzurite, type AzuriteInstance } from '../../local/azurite.js';
 import { decide, historyEntryFor, orderWorkflow, type OrderEvent } from '../../shared/domain/index.js';
 import { defaultRetention, type RetentionPolicy } from '../../shared/domain/retention.js';
@@ -9,6 +10,24 @@ import { newOrder, policy } from '../stateStore/harness.js';
 /** Azurite with tables and blobs, and a store + retention on fresh tables and a fresh container. */
 export async function startRetentionAzurite(): Promise<AzuriteInstance> {
   return startAzurite({ services: ['table', 'blob'] });
+}
+
+/**
+ * Azurite (tables and blobs) for one test file: started before its tests, stopped after them. The
+ * getter is read inside a test, once it has started.
+ */
+export function retentionAzurite(): () => AzuriteInstance {
+  let azurite: AzuriteInstance | undefined;
+  before(async () => {
+    azurite = await startRetentionAzurite();
+  });
+  after(async () => {
+    await azurite?.stop();
+  });
+  return () => {
+    if (!azurite) throw new Error('Azurite is started before the tests: read it inside a test');
+    return azurite;
+  };
 }
 
 export async function withRetention(

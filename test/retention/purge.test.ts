@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
-import type { AzuriteInstance } from '../../local/azurite.js';
+import { test } from 'node:test';
 import { stateRowKey } from '../../shared/stateStore/index.js';
 import { OrderAlreadyExists } from '../../shared/stateStore/errors.js';
 import { newOrder, policy } from '../stateStore/harness.js';
@@ -11,7 +10,7 @@ import {
   indexGuards,
   orderIn,
   partitionKeys,
-  startRetentionAzurite,
+  retentionAzurite,
   withRetention,
 } from './harness.js';
 
@@ -20,18 +19,12 @@ import {
  * once; the order's partition, index group, counter and in-flight row go; live, held and young
  * orders stay; a crash at any step is finished by the next slice; tombstones answer for a year.
  */
-let azurite: AzuriteInstance;
-before(async () => {
-  azurite = await startRetentionAzurite();
-});
-after(async () => {
-  await azurite.stop();
-});
+const azurite = retentionAzurite();
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
 
 test('a slice purges only unheld terminal orders past retention, archives each once, and leaves the counts exact', async () => {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const old = await Promise.all([
     orderIn(store, 'Processed', t0),
     orderIn(store, 'Compensated', daysAfter(t0, 1)),
@@ -94,12 +87,12 @@ test('a slice purges only unheld terminal orders past retention, archives each o
 });
 
 test('retention 0 keeps everything; ORDER_ARCHIVE=off purges without an archive', async () => {
-  const keep = await withRetention(azurite, { orderRetentionDays: 0 });
+  const keep = await withRetention(azurite(), { orderRetentionDays: 0 });
   const o = await orderIn(keep.store, 'Processed', t0);
   assert.equal((await keep.retention.purgeNow(daysAfter(t0, 5000), 50)).purged, 0);
   assert.ok(await keep.store.load(o.order.orderId));
 
-  const bare = await withRetention(azurite, { archive: false });
+  const bare = await withRetention(azurite(), { archive: false });
   assert.equal(bare.retention.archive, undefined);
   const p = await orderIn(bare.store, 'Processed', t0);
   assert.equal((await bare.retention.purgeNow(daysAfter(t0, 100), 50)).purged, 1);
@@ -109,7 +102,7 @@ test('retention 0 keeps everything; ORDER_ARCHIVE=off purges without an archive'
 });
 
 test('a history longer than one transaction is deleted in batches', async () => {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const o = await orderIn(store, 'Processed', t0);
   for (let i = 0; i < 230; i++) {
     await store.orders.createEntity({
@@ -128,7 +121,7 @@ test('a history longer than one transaction is deleted in batches', async () => 
 
 for (const step of ['archived', 'marked', 'unlisted', 'fenced'] as const) {
   test(`a slice that dies after "${step}" is finished by the next: archived once, deleted, counts exact, no entry pointing at nothing`, async () => {
-    const { store, retention } = await withRetention(azurite);
+    const { store, retention } = await withRetention(azurite());
     const orders = await Promise.all(
       Array.from({ length: 4 }, (_, i) => orderIn(store, 'Processed', daysAfter(t0, i))),
     );
@@ -172,7 +165,7 @@ for (const step of ['archived', 'marked', 'unlisted', 'fenced'] as const) {
 }
 
 test('a hold placed after the slice judged the order stops its purge: the order and its group stay', async () => {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const o = await orderIn(store, 'Processed', t0);
   const report = await retention.purgeNow(daysAfter(t0, 100), 50, async (at) => {
     if (at === 'unlisted')
@@ -189,7 +182,7 @@ test('a hold placed after the slice judged the order stops its purge: the order 
 });
 
 test('a purged order cannot be submitted again while its tombstone lasts; after IDEMPOTENCY_RETENTION_DAYS it can', async () => {
-  const { store, retention } = await withRetention(azurite, { idempotencyRetentionDays: 365 });
+  const { store, retention } = await withRetention(azurite(), { idempotencyRetentionDays: 365 });
   const o = await orderIn(store, 'Processed', t0);
   await retention.purgeNow(daysAfter(t0, 100), 50);
   const again = decide(
@@ -217,7 +210,7 @@ test('a purged order cannot be submitted again while its tombstone lasts; after 
 });
 
 test('the readout: oldest retained, past retention waiting, last purge, held orders', async () => {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const a = await orderIn(store, 'Processed', t0);
   await orderIn(store, 'Processed', daysAfter(t0, 5));
   await orderIn(store, 'Processed', daysAfter(t0, 60));

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import type { AzuriteInstance } from '../../local/azurite.js';
+import { test } from 'node:test';
 import type { Retention } from '../../shared/retention/retention.js';
 import { inProcessLiveWork, liveInvocations } from '../../shared/retention/liveWork.js';
-import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harness.js';
+import { daysAfter, orderIn, retentionAzurite, withRetention } from './harness.js';
 
 /**
  * Issue 24, item 8: the purge gives way to live work only while there is some. With nothing live
@@ -11,13 +10,7 @@ import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harn
  * than its minimum share; a slice whose live work never ends stops at its time budget and the next
  * slice finishes the rest. Against Azurite (tables and blobs, real sockets).
  */
-let azurite: AzuriteInstance;
-before(async () => {
-  azurite = await startRetentionAzurite();
-});
-after(async () => {
-  await azurite.stop();
-});
+const azurite = retentionAzurite();
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
 
@@ -51,7 +44,7 @@ async function expiredOrders(retention: Retention, n: number) {
 }
 
 test('with no live work the purge never pauses between orders: full speed', async () => {
-  const { retention } = await withRetention(azurite, { orderRetentionDays: 1 });
+  const { retention } = await withRetention(azurite(), { orderRetentionDays: 1 });
   await expiredOrders(retention, 12);
   const line = timeline(retention);
   const report = await retention.purgeNow(daysAfter(t0, 3), 12);
@@ -75,7 +68,7 @@ test('while a live invocation runs the purge keeps to its share of the time, the
   // A share of a quarter: after each piece of work, a pause three times as long.
   const pacing = { liveShare: 0.25, pollMs: 10, minSliceMs: 10_000 };
   const { retention } = await withRetention(
-    azurite,
+    azurite(),
     { orderRetentionDays: 1 },
     { liveWork: inProcessLiveWork, pacing },
   );
@@ -120,7 +113,7 @@ test('while a live invocation runs the purge keeps to its share of the time, the
 test('a slice whose live work never ends stops at its budget; the next slices finish, archiving each order once', async () => {
   const pacing = { liveShare: 0.25, pollMs: 10, minSliceMs: 700 };
   const { retention } = await withRetention(
-    azurite,
+    azurite(),
     { orderRetentionDays: 1 },
     { liveWork: inProcessLiveWork, pacing },
   );
@@ -153,7 +146,7 @@ test('while live work never ends, every slice that pays for its reads purges at 
   // read again (the chaos run retention-under-load purged nothing in 60 s of live orders).
   const pacing = { liveShare: 0.02, pollMs: 10, minSliceMs: 300 };
   const { retention } = await withRetention(
-    azurite,
+    azurite(),
     { orderRetentionDays: 1 },
     { liveWork: inProcessLiveWork, pacing },
   );

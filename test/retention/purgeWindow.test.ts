@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { HttpRequest, InvocationContext } from '@azure/functions';
-import type { AzuriteInstance } from '../../local/azurite.js';
 import type { Dependencies } from '../../shared/app/ports.js';
 import { ManualClock, orderIdFromIdempotencyKey, orderWorkflowVersions } from '../../shared/domain/index.js';
 import { getOrder, submitOrder } from '../../shared/http/orderApi.js';
@@ -10,7 +9,7 @@ import { orderRowKey, stateRowKey, type StateStore } from '../../shared/stateSto
 import { orderBody } from '../app/helpers.js';
 import { behindPlatformAuth, principalHeaders } from '../http/principal.js';
 import { policy } from '../stateStore/harness.js';
-import { daysAfter, orderIn, partitionKeys, startRetentionAzurite, withRetention } from './harness.js';
+import { daysAfter, orderIn, partitionKeys, retentionAzurite, withRetention } from './harness.js';
 
 /**
  * The window of a purge between its fence (the state row deleted) and its tombstone (the `order`
@@ -18,13 +17,7 @@ import { daysAfter, orderIn, partitionKeys, startRetentionAzurite, withRetention
  * resubmission of its request and an operator's GET must answer as for a purged order (410, the
  * archive), never 500 or 404.
  */
-let azurite: AzuriteInstance;
-before(async () => {
-  azurite = await startRetentionAzurite();
-});
-after(async () => {
-  await azurite.stop();
-});
+const azurite = retentionAzurite();
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
 
@@ -38,7 +31,7 @@ const noBus = new Proxy({} as MessageBus, {
 const retentionStore = (deps: Dependencies) => deps.store as StateStore;
 
 async function stoppedAtFence() {
-  const { store, retention } = await withRetention(azurite);
+  const { store, retention } = await withRetention(azurite());
   const key = 'purge-window-key';
   const orderId = orderIdFromIdempotencyKey(key);
   await orderIn(store, 'Processed', t0, orderId);

@@ -1,29 +1,22 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import type { AzuriteInstance } from '../../local/azurite.js';
+import { test } from 'node:test';
 import type { Dependencies } from '../../shared/app/ports.js';
 import { ManualClock, orderWorkflowVersions } from '../../shared/domain/index.js';
 import { runSupervisor } from '../../shared/supervisor/supervisor.js';
 import { context } from '../app/direct.js';
 import { policy } from '../stateStore/harness.js';
-import { daysAfter, orderIn, startRetentionAzurite, withRetention } from './harness.js';
+import { daysAfter, orderIn, retentionAzurite, withRetention } from './harness.js';
 
 /**
  * The Supervisor runs the purge: one bounded slice per run (the rate over the run interval),
  * oldest first, until nothing past retention is left; an idle run then skips the purge.
  */
-let azurite: AzuriteInstance;
-before(async () => {
-  azurite = await startRetentionAzurite();
-});
-after(async () => {
-  await azurite.stop();
-});
+const azurite = retentionAzurite();
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
 
 test('each Supervisor run purges one slice of at most rate x interval orders, oldest first', async () => {
-  const { store, retention } = await withRetention(azurite, { purgeRatePerSecond: 2 });
+  const { store, retention } = await withRetention(azurite(), { purgeRatePerSecond: 2 });
   const orders = [];
   for (let i = 0; i < 5; i++) orders.push(await orderIn(store, 'Processed', daysAfter(t0, i)));
   const deps = {
@@ -51,7 +44,7 @@ test('each Supervisor run purges one slice of at most rate x interval orders, ol
 });
 
 test('without retention the Supervisor does as before', async () => {
-  const { store } = await withRetention(azurite);
+  const { store } = await withRetention(azurite());
   const deps = {
     store,
     clock: new ManualClock(daysAfter(t0, 100)),
