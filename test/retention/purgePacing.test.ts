@@ -61,6 +61,20 @@ test('with no live work the purge never pauses between orders: full speed', asyn
   );
 });
 
+/** A live invocation of this process that runs until `end()` is awaited. */
+function liveUntilEnded(): { end(): Promise<void> } {
+  let stop = false;
+  const running = liveInvocations.track(async () => {
+    while (!stop) await new Promise((r) => setTimeout(r, 20));
+  });
+  return {
+    end: () => {
+      stop = true;
+      return running;
+    },
+  };
+}
+
 /** A live invocation of this process that runs `ms` (the count functions/liveWork.ts keeps). */
 const liveFor = (ms: number) => liveInvocations.track(() => new Promise((r) => setTimeout(r, ms)));
 
@@ -118,10 +132,7 @@ test('a slice whose live work never ends stops at its budget; the next slices fi
     { liveWork: inProcessLiveWork, pacing },
   );
   const orders = await expiredOrders(retention, 6);
-  let stop = false;
-  const live = liveInvocations.track(async () => {
-    while (!stop) await new Promise((r) => setTimeout(r, 20));
-  });
+  const live = liveUntilEnded();
   const started = performance.now();
   const first = await retention.purgeNow(daysAfter(t0, 3), 6);
   const tookMs = performance.now() - started;
@@ -129,8 +140,7 @@ test('a slice whose live work never ends stops at its budget; the next slices fi
   assert.ok(first.purged >= 1 && first.purged <= 2, `first slice purged ${first.purged}`);
   assert.equal(first.more, true);
   assert.ok(tookMs < 700 + 400, `the slice took ${tookMs.toFixed(0)} ms against a budget of 700`);
-  stop = true;
-  await live;
+  await live.end();
   let purged = first.purged;
   for (let i = 0; i < 5 && purged < 6; i++) purged += (await retention.purgeNow(daysAfter(t0, 3), 6)).purged;
   assert.equal(purged, 6);
@@ -151,10 +161,7 @@ test('while live work never ends, every slice that pays for its reads purges at 
     { liveWork: inProcessLiveWork, pacing },
   );
   await expiredOrders(retention, 6);
-  let stop = false;
-  const live = liveInvocations.track(async () => {
-    while (!stop) await new Promise((r) => setTimeout(r, 20));
-  });
+  const live = liveUntilEnded();
   const slices: { examined: number; purged: number }[] = [];
   const until = performance.now() + 4000;
   try {
@@ -163,8 +170,7 @@ test('while live work never ends, every slice that pays for its reads purges at 
       slices.push({ examined: r.examined, purged: r.purged });
     }
   } finally {
-    stop = true;
-    await live;
+    await live.end();
   }
   const purged = slices.reduce((s, r) => s + r.purged, 0);
   const read = slices.filter((r) => r.examined > 0);
