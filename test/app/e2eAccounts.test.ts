@@ -112,4 +112,28 @@ describe('orders spread over two storage accounts, switched from one while order
     assert.equal(processed.length, all.length, 'each order listed once');
     assert.deepEqual(new Set(processed), new Set(all));
   }
+
+  it('a host restarted with fewer accounts than orders are stored across fails at start-up, naming StateStoreAccounts', async () => {
+    // After the test above the layout row says two accounts. Before, such a host started and
+    // answered 500 to every request (the check ran on each one's first use of the store).
+    const spread = stack.env.StateStoreAccounts;
+    stack.env.StateStoreAccounts = '';
+    await stack.killHost('SIGTERM');
+    try {
+      await assert.rejects(stack.startHost(), (e: Error) => {
+        assert.match(e.message, /exited .* before it was ready/);
+        assert.match(
+          e.message,
+          /App setting StateStoreAccounts: lists 1 account\(s\), but orders have been stored across 2/,
+        );
+        return true;
+      });
+    } finally {
+      stack.env.StateStoreAccounts = spread;
+      await stack.killHost('SIGTERM'); // a host that did start (the defect) frees its port
+      await stack.startHost();
+    }
+    const counts = await api.operator('GET', '/orders/counts');
+    assert.equal(counts.status, 200, 'the host with both accounts serves again');
+  });
 });
