@@ -22,6 +22,7 @@ import { carryOut } from '../messaging/commandMessages.js';
 import type { ReconcileCursor } from '../stateStore/inFlightIndex.js';
 import { inFlightSummary, sweepEveryAccount } from '../stateStore/accounts.js';
 import { firstLiveStage } from '../stateStore/liveRepair.js';
+import { mapPooled } from '../stateStore/pooled.js';
 import { repairBudgetFor } from './repairBudget.js';
 import type { PurgeReport } from '../retention/purge.js';
 import { retentionSlice } from '../retention/supervisorHook.js';
@@ -302,15 +303,16 @@ export async function runSupervisor(
     if (!request) return false;
     return awaitsNotStarted(request.messageId, views.agents.get(request.agentQueue), views.scheduler);
   };
-  const queue = due.map((c) => c.orderId);
   const sweepLink = linkToActive({ 'order.link': 'supervisor-sweep' });
-  const worker = async () => {
-    for (let orderId = queue.shift(); orderId !== undefined; orderId = queue.shift()) {
+  await mapPooled(
+    due.map((c) => c.orderId),
+    Math.max(1, options.concurrency ?? 8),
+    async (orderId) => {
       try {
         if (await awaitsAgent(orderId)) {
           report.postponed += 1;
           log.info("timeout postponed: the request waits unread in a busy Agent's queue", { orderId });
-          continue;
+          return;
         }
         // Its history entry names the order's trace (from its submission), not this sweep's.
         const result = await applyEvent(deps, orderId, { type: 'TimedOut' }, undefined, {
@@ -318,7 +320,7 @@ export async function runSupervisor(
         });
         if (result.kind !== 'applied') {
           report.alreadyMoved += 1;
-          continue;
+          return;
         }
         const { state } = result;
         const startedAt = deps.clock.now();
@@ -356,9 +358,8 @@ export async function runSupervisor(
         report.failed += 1;
         log.error('supervisor could not act on order', { orderId, error: (e as Error).message });
       }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 8) }, worker));
+    },
+  );
   try {
     const repaired = await reconcileSlice(deps, options, log);
     if (repaired !== undefined) Object.assign(report, repaired);
