@@ -10,6 +10,7 @@ import {
   type ChaosContext,
 } from '../chaos/harness.js';
 import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js';
+import { throughputFigures } from './callThroughput.js';
 import { traceReport, waitReport } from './callTraceReport.js';
 
 /**
@@ -187,10 +188,23 @@ async function main(): Promise<void> {
     const finals1 = await Promise.all(ids1.map((id) => ctx.store.load(id)));
     const errors1 = finals1.filter((s) => s?.state.processState === 'Error').length;
     const open1 = finals1.filter((s) => !s || !isTerminal(s.state.processState)).length;
+    // Each order's first charge: the backlog figure counts orders started, not retried calls.
+    const firstCharge = new Map<string, number>();
+    for (const c of calls1) {
+      const id = (c.key ?? '').split(':')[0];
+      firstCharge.set(id, Math.min(firstCharge.get(id) ?? c.at, c.at));
+    }
+    const figures = throughputFigures([...firstCharge.values()], ids1.length, rate);
     out(
       `limit: ${ids1.length} orders, ${calls1.length} charges in ${span.toFixed(1)} s = ${throughput.toFixed(2)}/s ` +
         `(${((100 * throughput) / rate).toFixed(0)} % of ${rate}); busiest 1 s window ${window1} (allowed ${Math.floor(rate * 1.1)}); ` +
         `most at once ${atOnce1} (allowed ${concurrent}); not terminal ${open1}; Error ${errors1}; refused at submit ${ctx.refused}`,
+    );
+    out(
+      `limit while a backlog waited (first charge until fewer than ${Math.ceil(rate)} orders unstarted): ` +
+        `${figures.backlogStarts} starts in ${figures.backlogSeconds.toFixed(1)} s = ${figures.backlog.toFixed(2)}/s ` +
+        `(${((100 * figures.backlog) / rate).toFixed(0)} % of ${rate}, the issue's >= 90 % is judged on this); ` +
+        `whole run ${figures.whole.toFixed(2)}/s (${((100 * figures.whole) / rate).toFixed(0)} %)`,
     );
     if (values.trace)
       for (const line of traceReport(
@@ -200,7 +214,10 @@ async function main(): Promise<void> {
         out(line);
     if (window1 > Math.floor(rate * 1.1)) failures.push(`busiest window ${window1}`);
     if (atOnce1 > concurrent) failures.push(`${atOnce1} at once`);
-    if (throughput < 0.9 * rate) failures.push(`throughput ${throughput.toFixed(2)}/s below 90 %`);
+    // Judged while a backlog waited: in the tail fewer requests than the limit remain, so no
+    // limiter can fill it there (the whole-run figure is printed beside it).
+    if (!(figures.backlog >= 0.9 * rate))
+      failures.push(`throughput while a backlog waited ${figures.backlog.toFixed(2)}/s below 90 %`);
     if (open1 > 0 || errors1 > 0 || ctx.refused > 0) failures.push('lost or Error in the limit phase');
 
     if (values['limit-only']) return;

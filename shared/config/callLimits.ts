@@ -1,4 +1,5 @@
 import { isLimited, type CallLimits } from '../domain/callBudget.js';
+import { defaultCustomerShare } from '../domain/callLine.js';
 import { SettingsError } from './settings.js';
 
 /**
@@ -70,7 +71,7 @@ export function loadCallBudgetSettings(
     );
   }
   const share = raw(env, callBudgetSettingNames.customerShare);
-  const customerShare = share === undefined ? 0.5 : Number(share);
+  const customerShare = share === undefined ? defaultCustomerShare : Number(share);
   if (!Number.isFinite(customerShare) || customerShare <= 0 || customerShare > 1) {
     throw new SettingsError(
       callBudgetSettingNames.customerShare,

@@ -41,6 +41,14 @@ export function newDesk(): Desk {
   return { pacer: newPacer(), line: [], recent: [] };
 }
 
+/**
+ * The default most of a limited service one customer's waiting requests take while others wait
+ * (CALL_BUDGET_CUSTOMER_SHARE). With share s, others who alone would fill the rate get 1 - s of it,
+ * so their wait is at least 1 / (1 - s) of their wait alone: at 0.5 that is already issue 26's 2x
+ * bound before any round trip (simulation: 1.9-2.5x at 0.5).
+ */
+export const defaultCustomerShare = 0.25;
+
 export interface LineOptions extends PacingOptions {
   /** A request waits in place only for a start due within this (pacing, not waiting). */
   holdMs: number;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  defaultCustomerShare,
   emptyBudgetRow,
   newDesk,
   nextTurn,
@@ -51,6 +52,7 @@ function simulate(
   hosts: number,
   arrivals: Array<{ at: number; customer: string }>,
   seed = 1,
+  customerShare = options.customerShare,
 ): Sim {
   const random = prng(seed);
   let row: BudgetRow = emptyBudgetRow;
@@ -71,7 +73,7 @@ function simulate(
       hosts,
       holds,
     );
-    return { ...options, ...(spacing !== undefined ? { returnSpacingMs: spacing } : {}) };
+    return { ...options, customerShare, ...(spacing !== undefined ? { returnSpacingMs: spacing } : {}) };
   };
   const opts: LineOptions[] = [];
   for (let h = 0; h < hosts; h++) {
@@ -254,5 +256,30 @@ describe('call line: oldest first', () => {
       for (let j = 0; j < i; j++)
         if (order[j].since > order[i].since) worst = Math.max(worst, order[j].since - order[i].since);
     assert.ok(worst <= 3_000, `a request started after one enqueued ${worst} ms after it`);
+  });
+});
+
+describe('call line: a burst from one customer', () => {
+  const p95 = (xs: number[]) =>
+    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))];
+  const othersWait = (sim: Sim) =>
+    p95(sim.starts.filter((s) => s.customer.startsWith('other')).map((s) => s.at - s.since));
+  const others = (at: number) =>
+    Array.from({ length: 10 }, (_, i) => ({ at: at + i * 5, customer: `other-${i}` }));
+
+  it("60 orders of one customer, 10 of others 1 s later: at the default share, the others' p95 wait for a slot within 2x of alone (plus a call's spacing)", () => {
+    const limits = { maxCallsPerSecond: 5, maxConcurrentCalls: 2 };
+    const burst = Array.from({ length: 60 }, (_, i) => ({ at: i * 5, customer: 'burst' }));
+    const runs = [1, 2, 3, 4, 5].map((seed) => {
+      const alone = othersWait(simulate(limits, 4, others(0), seed, defaultCustomerShare));
+      const mixed = simulate(limits, 4, [...burst, ...others(1_000)], seed, defaultCustomerShare);
+      const figures = `seed ${seed}: others' p95 wait ${othersWait(mixed).toFixed(0)} ms with the burst, ${alone.toFixed(0)} ms alone, ${(mixed.waits / 70).toFixed(2)} waits per request`;
+      return { ok: mixed.starts.length === 70 && othersWait(mixed) <= 2 * alone + 200, figures };
+    });
+    const figures = runs.map((r) => r.figures).join('; ');
+    assert.ok(
+      runs.every((r) => r.ok),
+      figures,
+    );
   });
 });
