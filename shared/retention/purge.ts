@@ -232,33 +232,40 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
         });
     }
     report.more = judged.length >= take || candidates.mayHaveMore;
-    if (ctx.archive && judged.length > 0) {
-      const placed = await ctx.archive.append(
-        judged.map((j) => ({ blobName: j.blobName!, document: archiveDocument(j.p, ctx.now) })),
-      );
-      // A day blob already in the archive tier sends its late orders to the next blob of the day.
-      for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
-      report.archived = judged.length;
-    }
-    await ctx.crashAt?.('archived');
-    for (const [i, j] of judged.entries()) {
-      // The rate: the i-th order of the slice is not deleted before i / rate seconds.
-      const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
-      if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
-      // The reads' piece goes on through the first order: a slice that paid for its reads and
-      // then waited out its pause would stop at its budget with nothing purged, and the next
-      // slice would read again (starved while live work never ends).
-      if (i > 0 && ctx.pacer && !(await ctx.pacer.next(deadline))) {
-        // Archived already (not again: the archive keeps each order once); judged again next slice.
-        candidates.putBack(judged.slice(i).map((x) => x.entry));
-        report.more = true;
-        break;
+    // Judged orders not done with (the budget ran out, or a step failed) go back first in line:
+    // the next slice judges them again (a marker left is resumed first; the archive keeps each
+    // order once), so oldest first holds.
+    let done = 0;
+    try {
+      if (ctx.archive && judged.length > 0) {
+        const placed = await ctx.archive.append(
+          judged.map((j) => ({ blobName: j.blobName!, document: archiveDocument(j.p, ctx.now) })),
+        );
+        // A day blob already in the archive tier sends its late orders to the next blob of the day.
+        for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
+        report.archived = judged.length;
       }
-      await ctx.table.putMarker(j.entry, j.blobName);
-      await ctx.crashAt?.('marked');
-      if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
-      else report.keptOther += 1;
-      ctx.pacer?.done();
+      await ctx.crashAt?.('archived');
+      for (const [i, j] of judged.entries()) {
+        // The rate: the i-th order of the slice is not deleted before i / rate seconds.
+        const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
+        if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
+        // The reads' piece goes on through the first order: a slice that paid for its reads and
+        // then waited out its pause would stop at its budget with nothing purged, and the next
+        // slice would read again (starved while live work never ends).
+        if (i > 0 && ctx.pacer && !(await ctx.pacer.next(deadline))) {
+          report.more = true;
+          break;
+        }
+        await ctx.table.putMarker(j.entry, j.blobName);
+        await ctx.crashAt?.('marked');
+        if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
+        else report.keptOther += 1;
+        done = i + 1;
+        ctx.pacer?.done();
+      }
+    } finally {
+      candidates.putBack(judged.slice(done).map((x) => x.entry));
     }
   }
   // A slice that read and found nothing to delete ends its reads' piece here (a no-op otherwise).

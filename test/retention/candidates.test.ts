@@ -75,3 +75,29 @@ test('candidates gone stale between slices are judged again: a held order and on
     'every other order archived exactly once',
   );
 });
+
+test('a slice that fails midway leaves the candidates it did not finish first in line: the next slice takes them, oldest first', async () => {
+  const { store, retention } = await withRetention(azurite(), { orderRetentionDays: 1 });
+  const ids = (await expiredOrders(store, 6)).map((o) => o.order.orderId);
+  // The first slice reads all six, judges and archives the three oldest, then fails (a storage
+  // error, say) before deleting any of them.
+  await assert.rejects(
+    retention.purgeNow(later, 3, (at) => {
+      if (at === 'archived') throw new Error('storage unavailable');
+    }),
+    /storage unavailable/,
+  );
+  const purgedIds: string[] = [];
+  const put = retention.table.putMarker.bind(retention.table);
+  retention.table.putMarker = async (...args: Parameters<typeof put>) => {
+    purgedIds.push(args[0].orderId);
+    return put(...args);
+  };
+  const next = await retention.purgeNow(later, 3);
+  assert.equal(next.purged, 3);
+  assert.deepEqual(
+    purgedIds,
+    ids.slice(0, 3),
+    'the next slice purges the three oldest, the ones it archived',
+  );
+});
