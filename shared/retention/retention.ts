@@ -61,7 +61,7 @@ const waitingLimit = 10_000;
  */
 export class Retention {
   private idleUntil = 0;
-  /** The index entries a slice read, consumed by the next ones (purge reads, not per slice). */
+  /** The index entries one slice read, consumed by the next slices (candidates.ts). */
   private readonly candidates: PurgeCandidates;
 
   private constructor(
