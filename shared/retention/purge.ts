@@ -1,13 +1,10 @@
 import {
   archiveBlobName,
   expiredTombstoneDays,
-  purgeSelection,
-  purgeableStates,
   retentionCutoff,
   retentionVerdict,
   tombstoneCutoff,
   utcDay,
-  type PurgeCandidate,
   type RetentionPolicy,
 } from '../domain/retention.js';
 import type { ProcessState } from '../domain/state.js';
@@ -16,12 +13,12 @@ import {
   ordersWhileLive,
   sliceBudgetMs,
 } from '../domain/purgePacing.js';
-import { mergedRange } from '../stateStore/mergedRange.js';
 import { httpStatusOf } from '../stateStore/errors.js';
 import { orderRowKey, rowToOrder, workflowVersionOf } from '../stateStore/rows.js';
-import { rowToIndexed, type IndexedOrder } from '../stateStore/stateIndex.js';
+import type { IndexedOrder } from '../stateStore/stateIndex.js';
 import type { StateStore } from '../stateStore/stateStore.js';
 import type { OrderArchive } from './archive.js';
+import { PurgeCandidates } from './candidates.js';
 import type { PurgePacer } from './purgePacer.js';
 import {
   archiveDocument,
@@ -60,27 +57,10 @@ export interface PurgeContext {
   now: Date;
   /** Gives way to live work between orders; absent: full speed. */
   pacer?: PurgePacer;
+  /** The index entries kept between slices (one per store and process); absent: read every slice. */
+  candidates?: PurgeCandidates;
   /** Test hook: throws at a named step, as a crash would stop the slice there. */
   crashAt?: (step: 'archived' | 'marked' | 'unlisted' | 'fenced') => void | Promise<void>;
-}
-
-const msKey = (ms: number): string => String(ms).padStart(13, '0');
-
-/**
- * The oldest entries of one terminal state up to the cutoff, oldest first across the state's
- * partitions: O(n + partitions) entities, never a scan of the orders.
- */
-async function oldestBefore(store: StateStore, state: ProcessState, cutoff: Date, n: number) {
-  const index = store.stateIndex;
-  await index.layout.refresh();
-  const { rows } = await mergedRange(
-    index.table,
-    store.metrics,
-    index.layout.partitionsOf(state),
-    { low: 'a:', high: `a:${msKey(cutoff.getTime())};` },
-    n,
-  );
-  return rows.map(rowToIndexed);
 }
 
 /** The order's group as its state row names it (to put back what a purge took out). */
@@ -197,7 +177,8 @@ async function expireTombstones(ctx: PurgeContext, n: number): Promise<number> {
 
 /**
  * One bounded slice of the purge: finishes what a crashed slice left (its markers), then takes up
- * to `n` orders past retention, oldest first from the index's terminal states, re-judges each
+ * to `n` orders past retention, oldest first from the index's terminal states (read once and kept
+ * between slices: ctx.candidates), re-judges each
  * against its own partition (held, moved on, younger: kept), archives the ones to go (exactly once
  * per order), and deletes them one by one at no more than the purge rate. While live work waits
  * or runs it keeps to its share of the time (ctx.pacer: before its reads and before each order),
@@ -232,24 +213,14 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
   if (cutoff !== null) {
     // Busy now: judge and archive only the slice's share, not orders it would leave to the next.
     const take = ctx.pacer && (await ctx.pacer.liveNow()) ? ordersWhileLive(n, ctx.pacer.pacing) : n;
-    // Held orders stay at the head of the oldest-first entries: read past them (bounded).
-    const heldRoom = (await ctx.table.heldIds(1000)).length;
-    const read = await Promise.all(
-      purgeableStates.map((s) => oldestBefore(ctx.store, s, cutoff, n + heldRoom)),
-    );
-    const entries = new Map<string, IndexedOrder>();
-    for (const e of read.flat()) if (!entries.has(e.orderId)) entries.set(e.orderId, e);
-    const candidates: PurgeCandidate[] = [...entries.values()].map((e) => ({
-      orderId: e.orderId,
-      state: e.state,
-      since: e.since,
-    }));
-    report.examined = candidates.length;
+    const candidates = ctx.candidates ?? new PurgeCandidates(ctx.store);
+    // Held orders stay at the head of the oldest-first entries: a read goes past them (bounded).
+    report.examined = await candidates.ensure(cutoff, async () => n + (await ctx.table.heldIds(1000)).length);
     const judged: { entry: IndexedOrder; p: OrderPartition; blobName?: string }[] = [];
-    for (const c of purgeSelection(candidates, cutoff, n + heldRoom)) {
-      if (judged.length >= take) break;
-      const entry = entries.get(c.orderId)!;
-      const p = await readPartition(ctx.store.orders, c.orderId);
+    while (judged.length < take) {
+      const entry = candidates.take();
+      if (!entry) break;
+      const p = await readPartition(ctx.store.orders, entry.orderId);
       const verdict = stillExpired(p, entry, ctx);
       if (verdict === 'held') report.keptHeld += 1;
       else if (verdict === 'other') report.keptOther += 1;
@@ -260,32 +231,41 @@ export async function purgeSlice(ctx: PurgeContext, n: number): Promise<PurgeRep
           ...(ctx.archive ? { blobName: archiveBlobName(entry.orderId, entry.since) } : {}),
         });
     }
-    report.more = judged.length >= take;
-    if (ctx.archive && judged.length > 0) {
-      const placed = await ctx.archive.append(
-        judged.map((j) => ({ blobName: j.blobName!, document: archiveDocument(j.p, ctx.now) })),
-      );
-      // A day blob already in the archive tier sends its late orders to the next blob of the day.
-      for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
-      report.archived = judged.length;
-    }
-    await ctx.crashAt?.('archived');
-    for (const [i, j] of judged.entries()) {
-      // The rate: the i-th order of the slice is not deleted before i / rate seconds.
-      const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
-      if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
-      // The reads' piece goes on through the first order: a slice that paid for its reads and
-      // then waited out its pause would stop at its budget with nothing purged, and the next
-      // slice would read again (starved while live work never ends).
-      if (i > 0 && ctx.pacer && !(await ctx.pacer.next(deadline))) {
-        report.more = true;
-        break;
+    report.more = judged.length >= take || candidates.mayHaveMore;
+    // Judged orders not done with (the budget ran out, or a step failed) go back first in line:
+    // the next slice judges them again (a marker left is resumed first; the archive keeps each
+    // order once), so oldest first holds.
+    let done = 0;
+    try {
+      if (ctx.archive && judged.length > 0) {
+        const placed = await ctx.archive.append(
+          judged.map((j) => ({ blobName: j.blobName!, document: archiveDocument(j.p, ctx.now) })),
+        );
+        // A day blob already in the archive tier sends its late orders to the next blob of the day.
+        for (const j of judged) j.blobName = placed.get(j.entry.orderId) ?? j.blobName;
+        report.archived = judged.length;
       }
-      await ctx.table.putMarker(j.entry, j.blobName);
-      await ctx.crashAt?.('marked');
-      if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
-      else report.keptOther += 1;
-      ctx.pacer?.done();
+      await ctx.crashAt?.('archived');
+      for (const [i, j] of judged.entries()) {
+        // The rate: the i-th order of the slice is not deleted before i / rate seconds.
+        const due = started + (i * 1000) / ctx.policy.purgeRatePerSecond;
+        if (Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
+        // The reads' piece goes on through the first order: a slice that paid for its reads and
+        // then waited out its pause would stop at its budget with nothing purged, and the next
+        // slice would read again (starved while live work never ends).
+        if (i > 0 && ctx.pacer && !(await ctx.pacer.next(deadline))) {
+          report.more = true;
+          break;
+        }
+        await ctx.table.putMarker(j.entry, j.blobName);
+        await ctx.crashAt?.('marked');
+        if (await deleteJudged(ctx, j.p, j.entry, j.blobName)) report.purged += 1;
+        else report.keptOther += 1;
+        done = i + 1;
+        ctx.pacer?.done();
+      }
+    } finally {
+      candidates.putBack(judged.slice(done).map((x) => x.entry));
     }
   }
   // A slice that read and found nothing to delete ends its reads' piece here (a no-op otherwise).

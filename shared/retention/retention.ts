@@ -10,6 +10,7 @@ import { orderRowKey, stateRowKey } from '../stateStore/rows.js';
 import { rowToIndexed } from '../stateStore/stateIndex.js';
 import type { StateStore } from '../stateStore/stateStore.js';
 import { OrderArchive, type ArchivedOrder } from './archive.js';
+import { PurgeCandidates } from './candidates.js';
 import { holdRowKey, writeHold } from './orderPartition.js';
 import { purgeSlice, type PurgeContext, type PurgeReport } from './purge.js';
 import { RetentionTable, type PurgeStatus } from './retentionTable.js';
@@ -60,6 +61,8 @@ const waitingLimit = 10_000;
  */
 export class Retention {
   private idleUntil = 0;
+  /** The index entries one slice read, consumed by the next slices (candidates.ts). */
+  private readonly candidates: PurgeCandidates;
 
   private constructor(
     readonly store: StateStore,
@@ -68,7 +71,9 @@ export class Retention {
     readonly archive: OrderArchive | undefined,
     /** Gives way to live work between purged orders (one per process: the minimum share spans slices). */
     readonly pacer: PurgePacer | undefined,
-  ) {}
+  ) {
+    this.candidates = new PurgeCandidates(store);
+  }
 
   static async open(
     store: StateStore,
@@ -82,6 +87,8 @@ export class Retention {
       /** What the purge gives way to; absent: it goes at full speed (the rate) always. */
       liveWork?: LiveWork;
       pacing?: PurgePacing;
+      /** The process's pacer when several accounts share one (then liveWork and pacing are its). */
+      pacer?: PurgePacer;
     } = {},
   ): Promise<Retention> {
     const client = tableClient(connection, options.table ?? 'Retention', store.metrics, options.credential);
@@ -93,7 +100,8 @@ export class Retention {
             ...(options.credential ? { credential: options.credential } : {}),
           })
         : undefined;
-    const pacer = options.liveWork ? new PurgePacer(options.liveWork, options.pacing) : undefined;
+    const pacer =
+      options.pacer ?? (options.liveWork ? new PurgePacer(options.liveWork, options.pacing) : undefined);
     return new Retention(store, new RetentionTable(client), policy, opened, pacer);
   }
 
@@ -107,6 +115,7 @@ export class Retention {
         policy: this.policy,
         now,
         ...(this.pacer ? { pacer: this.pacer } : {}),
+        candidates: this.candidates,
         ...(crashAt ? { crashAt } : {}),
       },
       n,

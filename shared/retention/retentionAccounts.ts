@@ -5,6 +5,7 @@ import { StateStoreAccounts, storesOf, type OrderStore } from '../stateStore/acc
 import type { PurgeReport } from './purge.js';
 import { Retention, type PurgedOrder, type RetentionReadout } from './retention.js';
 import type { LiveWork } from './liveWork.js';
+import { PurgePacer } from './purgePacer.js';
 
 /** What the app holds: one account's Retention, or one per account behind a router. */
 export type OrderRetention = Retention | RetentionAccounts;
@@ -29,7 +30,9 @@ export class RetentionAccounts {
     liveWork?: LiveWork,
   ): Promise<OrderRetention> {
     const stores = storesOf(store);
-    const options = liveWork ? { liveWork } : {};
+    // One pacer for every account: the purge's share of the time while live work runs is the
+    // process's, not each account's (N accounts pacing themselves would take N shares).
+    const options = liveWork ? { pacer: new PurgePacer(liveWork) } : {};
     if (!(store instanceof StateStoreAccounts))
       return Retention.open(store, connections[0], policy, archive, options);
     if (connections.length !== stores.length) throw new Error('one connection per account is needed');

@@ -34,7 +34,13 @@ export async function withRetention(
   azurite: AzuriteInstance,
   over: Partial<RetentionPolicy> = {},
   options: Pick<Parameters<typeof Retention.open>[4] & object, 'liveWork' | 'pacing'> = {},
-): Promise<{ store: StateStore; retention: Retention; metrics: StoreMetrics }> {
+): Promise<{
+  store: StateStore;
+  retention: Retention;
+  metrics: StoreMetrics;
+  /** Another instance's Retention over the same tables and container (its own process state). */
+  again: () => Promise<Retention>;
+}> {
   const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
   const connection = { kind: 'connectionString' as const, connectionString: azurite.connectionString };
   const metrics = new StoreMetrics();
@@ -45,14 +51,16 @@ export async function withRetention(
     stateIndexPartitions: 4,
     metrics,
   });
-  const retention = await Retention.open(
-    store,
-    connection,
-    { ...defaultRetention, purgeRatePerSecond: 1000, ...over },
-    connection,
-    { table: `Retention${suffix}`, container: `archive-${suffix}`, ...options },
-  );
-  return { store, retention, metrics };
+  const open = () =>
+    Retention.open(
+      store,
+      connection,
+      { ...defaultRetention, purgeRatePerSecond: 1000, ...over },
+      connection,
+      { table: `Retention${suffix}`, container: `archive-${suffix}`, ...options },
+    );
+  const retention = await open();
+  return { store, retention, metrics, again: open };
 }
 
 const day = 86_400_000;

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ServiceBusClient } from '@azure/service-bus';
+import { startServiceBusEmulator, type ServiceBusEmulator } from '../../emulators/servicebus/index.js';
+import { queues } from '../../shared/messaging/entities.js';
+import { liveQueues, serviceBusLiveWork } from '../../shared/retention/liveWork.js';
+import { repoRoot } from '../app/direct.js';
+
+/**
+ * Issue 24, item 8: the live-work signal the purge gives way to on other instances' orders, the
+ * heads of the queues live orders pass through (the Scheduler's and each Agent's), against the
+ * Service Bus emulator over AMQP. A message waiting or being handled in any of them: live; all
+ * empty: not. Each queue's reading is kept one second per queue (4 s for four queues), so the
+ * purge peeks about once a second.
+ */
+let emulator: ServiceBusEmulator;
+let client: ServiceBusClient;
+
+before(async () => {
+  emulator = await startServiceBusEmulator({
+    config: join(repoRoot, 'infra', 'servicebus-emulator', 'Config.json'),
+    port: 0,
+  });
+  client = new ServiceBusClient(emulator.connectionString);
+});
+after(async () => {
+  await client?.close();
+  await emulator?.stop();
+});
+
+const message = () => ({
+  body: { type: 'process-order', orderId: randomUUID(), reason: 'submitted' },
+  messageId: randomUUID(),
+});
+
+async function send(queue: string): Promise<void> {
+  const sender = client.createSender(queue);
+  try {
+    await sender.sendMessages(message());
+  } finally {
+    await sender.close();
+  }
+}
+
+/** Takes every message off a queue (completes them): nothing waits there any more. */
+async function drain(queue: string): Promise<void> {
+  const receiver = client.createReceiver(queue);
+  try {
+    for (;;) {
+      const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 500 });
+      if (got.length === 0) return;
+      for (const m of got) await receiver.completeMessage(m);
+    }
+  } finally {
+    await receiver.close();
+  }
+}
+
+/** Polls the signal until it says `want`; the milliseconds it took. */
+async function until(signal: { busy(): Promise<boolean> }, want: boolean, limitMs: number): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < limitMs) {
+    if ((await signal.busy()) === want) return performance.now() - started;
+    await sleep(100);
+  }
+  assert.fail(`the signal did not say ${want ? 'live' : 'quiet'} within ${limitMs} ms`);
+}
+
+test('the queues live orders pass through: the scheduler queue and every agent queue', () => {
+  const names = liveQueues();
+  assert.ok(names.includes(queues.scheduler));
+  assert.ok(names.includes(queues.paymentAgent));
+  assert.ok(!names.includes(queues.operatorAlerts) && !names.includes(queues.poison));
+  assert.equal(names.length, 4);
+});
+
+test('empty queues: not live', async () => {
+  assert.equal(await serviceBusLiveWork(client).busy(), false);
+});
+
+test('a message waiting in the scheduler queue: live; taken off: quiet again once the reading ages out', async () => {
+  const signal = serviceBusLiveWork(client);
+  await send(queues.scheduler);
+  const readAt = performance.now();
+  assert.equal(await signal.busy(), true);
+  await drain(queues.scheduler);
+  // The reading is kept 4 s (one second per queue): the purge still gives way meanwhile.
+  assert.equal(await signal.busy(), true, 'the kept reading');
+  await until(signal, false, 8000);
+  const quietAfter = performance.now() - readAt;
+  assert.ok(
+    quietAfter >= 3900 && quietAfter < 6500,
+    `quiet again ${quietAfter.toFixed(0)} ms after the live reading: it is kept 4 s`,
+  );
+});
+
+test('a message waiting in an agent queue (an order between its steps elsewhere): live', async () => {
+  const signal = serviceBusLiveWork(client);
+  const readAt = performance.now();
+  assert.equal(await signal.busy(), false);
+  await send(queues.inventoryAgent);
+  // Read quiet a moment ago: the kept reading answers until it ages out, then the message shows.
+  assert.equal(await signal.busy(), false, 'the kept reading');
+  await until(signal, true, 8000);
+  const liveAfter = performance.now() - readAt;
+  assert.ok(
+    liveAfter >= 3900 && liveAfter < 6500,
+    `live ${liveAfter.toFixed(0)} ms after the quiet reading: it is kept 4 s`,
+  );
+  await drain(queues.inventoryAgent);
+});
+
+test('a message being handled (locked by a receiver) still counts as live', async () => {
+  await send(queues.shippingAgent);
+  const receiver = client.createReceiver(queues.shippingAgent);
+  try {
+    const [locked] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+    assert.ok(locked, 'a message received and locked');
+    assert.equal(await serviceBusLiveWork(client).busy(), true);
+    await receiver.completeMessage(locked);
+  } finally {
+    await receiver.close();
+  }
+  assert.equal(await serviceBusLiveWork(client).busy(), false, 'completed: nothing waits');
+});
