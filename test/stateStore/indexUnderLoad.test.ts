@@ -195,3 +195,64 @@ test('more moves of one process at once than shards: each waits for a shard of i
   );
   assert.equal(counted, 40);
 });
+
+/** Two processes on the same tables (two hosts). */
+async function twoProcesses(): Promise<[StateStore, StateStore]> {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
+  const open = () =>
+    StateStore.open(
+      { kind: 'connectionString', connectionString: azurite.connectionString },
+      {
+        ordersTable: `Orders${suffix}`,
+        inFlightTable: `InFlight${suffix}`,
+        stateIndexTable: `OrderIndex${suffix}`,
+      },
+    );
+  return [await open(), await open()];
+}
+
+test("a removal refused past every retry is finished by the order's next writer, in another process", async () => {
+  const [hostA, hostB] = await twoProcesses();
+  // Host A's index partition refuses every removal, its retries in the background included: as a
+  // process whose removal never lands (or that stops before it does).
+  const table = hostA.stateIndex.table;
+  const real = table.submitTransaction.bind(table);
+  let refused = 0;
+  table.submitTransaction = (async (actions: TransactionAction[], ...rest: []) => {
+    if (actions.some(([kind]) => kind === 'delete')) {
+      refused += 1;
+      throw serverBusy();
+    }
+    return real(actions, ...rest);
+  }) as TableClient['submitTransaction'];
+  const submitted = await submitNew(hostA, at(0));
+  const orderId = submitted.state.orderId;
+  await step(hostA, submitted, { type: 'Claim', by: 'A' }, at(1));
+  assert.ok(refused >= 1, 'host A was refused the removal');
+  const group = {
+    state: 'Pending' as const,
+    since: submitted.stateSince ?? submitted.state.updatedAt,
+    orderId,
+  };
+  assert.equal(await hostB.stateIndex.has(group), true, 'the Pending group is still there after the claim');
+
+  // Host B writes the order next: a step ends, no state change.
+  const current = (await hostB.load(orderId))!;
+  const next = await step(
+    hostB,
+    current,
+    { type: 'StepSucceeded', step: current.state.steps[0].name, run: 1, attempt: 1 },
+    at(2),
+  );
+  assert.equal(next.state.processState, 'Processing');
+  assert.equal(
+    await hostB.stateIndex.has(group),
+    false,
+    'the Pending group is still there after the next writer saved',
+  );
+  const counts = await hostB.countsPerState();
+  assert.deepEqual([counts.Pending, counts.Processing], [0, 1], 'counted once, in Processing');
+  // Nothing is left to finish: the row names no removal.
+  const row = await hostB.orders.getEntity<Record<string, unknown>>(orderId, 'state');
+  assert.equal(row.Leaving, undefined, `the state row still names ${String(row.Leaving)}`);
+});
