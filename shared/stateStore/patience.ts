@@ -9,8 +9,8 @@ import { httpStatusOf } from './errors.js';
  * old state until the hourly repair pays for it. So a removal the service refused for load is
  * tried again, in the background: awaiting it held the Scheduler's invocation past the claim's
  * deadline (30 s in the simulation), and the Supervisor then retried orders that were only
- * waiting. A removal refused is also named in the order's state row, and the order's next writer
- * finishes it (pendingRemovals.ts), so it outlives these tries and the process.
+ * waiting. What is still refused after that stays best effort (readers and the repair pass remove
+ * it, stateIndex.ts); a process that stops meanwhile leaves the same.
  */
 export interface Patience {
   /** Tries after the refused one. */
