@@ -23,7 +23,7 @@ import {
 } from './historyRows.js';
 import { InFlightIndex, type ReconcileCursor } from './inFlightIndex.js';
 import { liveRepairPage } from './liveRepair.js';
-import { finishRemovals, leavingOf, type Leaving, type Removal } from './pendingRemovals.js';
+import { retryLaterIfRefused } from './patience.js';
 import { mapPooled } from './pooled.js';
 import { StoreMetrics } from './metrics.js';
 import { defaultIndexPartitions, IndexLayout } from './indexLayout.js';
@@ -53,8 +53,6 @@ export interface StoredOrder {
   traceParent?: string;
   /** When the order entered its process state: the state index entry it is listed under. */
   stateSince?: Date;
-  /** State index groups the order left whose removal was refused for load (pendingRemovals.ts). */
-  leaving?: Leaving[];
 }
 
 /** The process-state row alone (no steps): what listings return. */
@@ -279,7 +277,6 @@ export class StateStore {
       },
       ...(typeof orderRow.TraceParent === 'string' ? { traceParent: orderRow.TraceParent } : {}),
       ...(sinceOf(stateRow) !== undefined ? { stateSince: sinceOf(stateRow) } : {}),
-      ...(leavingOf(stateRow).length > 0 ? { leaving: leavingOf(stateRow) } : {}),
     };
   }
 
@@ -353,30 +350,12 @@ export class StateStore {
     if (reopening) await this.index.put(orderId, next.completeBy ?? new Date(), next.updatedAt);
     if (finishing) await this.index.removeAsWritten(orderId, indexEtag).catch(() => undefined); // the sweep repairs
     if (moving && !entered) await this.keepListed(listed);
-    // The groups left: the previous state's, and those an earlier writer was refused (the row this
-    // transaction wrote no longer names them). Refused ones are named again (pendingRemovals.ts).
-    const removals: Removal[] = (current.leaving ?? []).map((l) => ({
-      group: {
-        ...indexed(orderId, current.state, l.since, current.order.customerId, version),
-        state: l.state,
-      },
-      named: true,
-    }));
     if (moving) {
+      // Best effort: readers and the reconcile pass remove groups the state row does not confirm.
       const before = current.stateSince ?? current.state.updatedAt;
-      removals.push({
-        group: indexed(orderId, current.state, before, current.order.customerId, version),
-        named: false,
-      });
-    }
-    if (removals.length > 0) {
-      stored.etags.state = await finishRemovals(
-        this.stateIndex,
-        this.orders,
-        orderId,
-        removals,
-        stored.etags.state,
-      );
+      const previous = indexed(orderId, current.state, before, current.order.customerId, version);
+      const leave = () => this.stateIndex.leave(previous);
+      await leave().catch((e: unknown) => retryLaterIfRefused(e, leave));
     }
     return stored;
   }
