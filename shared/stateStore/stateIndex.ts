@@ -32,14 +32,15 @@ import type { Row } from './rows.js';
  */
 export const maxInverted = 9_999_999_999_999;
 /**
- * Counter shards per partition: 16 for a state's moves in all, so writers of a partition meet on a
- * shard no more often at P = 2 than at P = 1 (each partition has 1/P of the moves); at least 4.
- * The throttled simulation measured 0.37 counter conflicts (412) per order at P = 1 and 0.69 at
- * P = 2 with 4 shards a partition. Readers sum whatever shards exist, so any count is compatible.
+ * Counter shards per partition: 16, whatever P. Raising P matters when the partitions bind, and
+ * then each partition carries the same moves per second at any P (the state's total grows with
+ * P), so its shards must not fall as P rises: with 16 a state spread over P (8 a partition at
+ * P = 2), each shard took twice the moves per second at P = 2 and the throttled simulation measured
+ * more counter conflicts (412) per order at P = 2 than at P = 1. Readers pay for it only in
+ * entities (totals: one query per partition either way, 16 counters each). Readers sum whatever
+ * shards exist, so any count is compatible.
  */
-export const countShards = (partitions: number): number => Math.max(4, Math.ceil(16 / partitions));
-const countShardsOf = (partitionKey: string, current: number): number =>
-  countShards(partitionKey.split(':').length > 2 ? current : 1);
+export const countShards = 16;
 const counterKey = (shard: number): string => `n:${String(shard).padStart(2, '0')}`;
 
 export interface IndexedOrder {
@@ -137,6 +138,8 @@ export class StateIndex {
   private readonly known = new Map<string, { count: number; etag: string }>();
   /** Shards a move of this process is writing now. */
   private readonly busy = new Set<string>();
+  /** Moves of this process waiting for a shard of their partition to be free. */
+  private readonly waiting = new Map<string, ((shard: number) => void)[]>();
 
   constructor(
     readonly table: TableClient,
@@ -220,9 +223,8 @@ export class StateIndex {
   private async move(o: IndexedOrder, partitionKey: string, delta: 1 | -1, attempts = 12): Promise<boolean> {
     let partial = false;
     for (let i = 0; ; i++) {
-      const shard = this.freeShard(partitionKey);
+      const shard = await this.takeShard(partitionKey);
       const key = `${partitionKey}|${shard}`;
-      this.busy.add(key);
       try {
         const counter = this.known.get(key) ?? (await this.counter(partitionKey, shard));
         const entries: TransactionAction[] =
@@ -269,28 +271,49 @@ export class StateIndex {
         if (i + 1 >= attempts) throw e;
         await new Promise((r) => setTimeout(r, Math.random() * 10 * (i + 1)));
       } finally {
-        this.busy.delete(key);
+        this.release(partitionKey, shard);
       }
     }
   }
 
   /**
-   * A counter shard of the partition that no move of this process is writing: one whose ETag this
-   * process holds if there is one (no read), else any; random if all are busy. A shard another
-   * instance wrote since is dropped from what this process holds (412), so instances drift apart.
+   * A counter shard of the partition that no move of this process is writing, marked busy: one whose
+   * ETag this process holds if there is one (no read), else any. When every shard is busy the move
+   * waits for one: taking a busy shard made the process conflict with itself (a 412 or 409 and a
+   * batch's entities paid for nothing, on the partition that binds). A shard another instance wrote
+   * since is dropped from what this process holds (412), so instances drift apart.
    */
-  private freeShard(partitionKey: string): number {
-    const shards = countShardsOf(partitionKey, this.layout.current);
-    const start = randomInt(shards);
+  private async takeShard(partitionKey: string): Promise<number> {
+    const start = randomInt(countShards);
     let free: number | undefined;
-    for (let k = 0; k < shards; k++) {
-      const shard = (start + k) % shards;
+    for (let k = 0; k < countShards; k++) {
+      const shard = (start + k) % countShards;
       const key = `${partitionKey}|${shard}`;
       if (this.busy.has(key)) continue;
-      if (this.known.has(key)) return shard;
+      if (this.known.has(key)) {
+        free = shard;
+        break;
+      }
       free ??= shard;
     }
-    return free ?? start;
+    if (free !== undefined) {
+      this.busy.add(`${partitionKey}|${free}`);
+      return free;
+    }
+    // The next shard released is handed over, still busy, so no newcomer takes it first.
+    return new Promise<number>((resolve) => {
+      const queue = this.waiting.get(partitionKey) ?? [];
+      queue.push(resolve);
+      this.waiting.set(partitionKey, queue);
+    });
+  }
+
+  private release(partitionKey: string, shard: number): void {
+    const queue = this.waiting.get(partitionKey);
+    const next = queue?.shift();
+    if (queue?.length === 0) this.waiting.delete(partitionKey);
+    if (next) next(shard);
+    else this.busy.delete(`${partitionKey}|${shard}`);
   }
 
   private async removeUncounted(o: IndexedOrder, partitionKey: string): Promise<void> {
