@@ -1,31 +1,11 @@
 import { purgeSelection, purgeableStates, type PurgeCandidate } from '../domain/retention.js';
-import type { ProcessState } from '../domain/state.js';
-import { mergedRange } from '../stateStore/mergedRange.js';
-import { rowToIndexed, type IndexedOrder } from '../stateStore/stateIndex.js';
+import type { IndexedOrder } from '../stateStore/stateIndex.js';
 import type { StateStore } from '../stateStore/stateStore.js';
-
-const msKey = (ms: number): string => String(ms).padStart(13, '0');
 
 /** How long entries read from the index are used before they are read again (see `fresh`). */
 export const candidateTtlMs = 60_000;
 /** The fewest entries a refill reads: a slice while live work runs takes only a few of them. */
 export const candidateRefillMin = 200;
-
-/**
- * The oldest entries of one terminal state up to the cutoff, oldest first across the state's
- * partitions: O(n + partitions) entities, never a scan of the orders.
- */
-async function oldestBefore(store: StateStore, state: ProcessState, cutoff: Date, n: number) {
-  const index = store.stateIndex;
-  const { rows, more } = await mergedRange(
-    index.table,
-    store.metrics,
-    index.layout.partitionsOf(state),
-    { low: 'a:', high: `a:${msKey(cutoff.getTime())};` },
-    n,
-  );
-  return { entries: rows.map(rowToIndexed), more };
-}
 
 /**
  * The purge's candidates, kept in process between slices: the oldest-first index entries past the
@@ -70,10 +50,9 @@ export class PurgeCandidates {
   async ensure(cutoff: Date, size: () => Promise<number>): Promise<number> {
     if (this.fresh(cutoff)) return 0;
     const n = Math.max(await size(), candidateRefillMin);
-    await this.store.stateIndex.layout.refresh();
     // One state at a time: the burst is one state's partitions, not every terminal state's at once.
     const read: { entries: IndexedOrder[]; more: boolean }[] = [];
-    for (const s of purgeableStates) read.push(await oldestBefore(this.store, s, cutoff, n));
+    for (const s of purgeableStates) read.push(await this.store.stateIndex.oldestUntil(s, cutoff, n));
     const byId = new Map<string, IndexedOrder>();
     for (const e of read.flatMap((r) => r.entries)) if (!byId.has(e.orderId)) byId.set(e.orderId, e);
     const picked: PurgeCandidate[] = purgeSelection([...byId.values()], cutoff, n);

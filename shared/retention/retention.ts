@@ -5,9 +5,7 @@ import type { HistoryEntry } from '../domain/history.js';
 import { purgeableStates, retentionCutoff, sliceSize, type RetentionPolicy } from '../domain/retention.js';
 import { ensureTable, tableClient } from '../stateStore/clients.js';
 import { httpStatusOf } from '../stateStore/errors.js';
-import { mergedRange } from '../stateStore/mergedRange.js';
 import { orderRowKey, stateRowKey } from '../stateStore/rows.js';
-import { rowToIndexed } from '../stateStore/stateIndex.js';
 import type { StateStore } from '../stateStore/stateStore.js';
 import { OrderArchive, type ArchivedOrder } from './archive.js';
 import { PurgeCandidates } from './candidates.js';
@@ -249,18 +247,8 @@ export class Retention {
     const cutoff = retentionCutoff(now, this.policy.orderRetentionDays);
     let waiting = 0;
     if (cutoff !== null) {
-      const high = `a:${String(cutoff.getTime()).padStart(13, '0')};`;
       const counts = await Promise.all(
-        purgeableStates.map(async (s) => {
-          const { rows } = await mergedRange(
-            index.table,
-            this.store.metrics,
-            index.layout.partitionsOf(s),
-            { low: 'a:', high },
-            waitingLimit,
-          );
-          return rows.map(rowToIndexed).length;
-        }),
+        purgeableStates.map(async (s) => (await index.oldestUntil(s, cutoff, waitingLimit)).entries.length),
       );
       waiting = counts.reduce((a, b) => a + b, 0);
     }

@@ -449,6 +449,26 @@ export class StateIndex {
   }
 
   /**
+   * The entries that entered `state` by `until`, oldest first across its partitions, at most `n`
+   * (unverified); `more` when the range goes on. O(n + partitions) entities, never a scan.
+   */
+  async oldestUntil(
+    state: ProcessState,
+    until: Date,
+    n: number,
+  ): Promise<{ entries: IndexedOrder[]; more: boolean }> {
+    await this.layout.refresh();
+    const { rows, more } = await mergedRange(
+      this.table,
+      this.metrics,
+      this.layout.partitionsOf(state),
+      { low: 'a:', high: `a:${msKey(until.getTime())};` },
+      n,
+    );
+    return { entries: rows.map(rowToIndexed), more };
+  }
+
+  /**
    * Entries of orders that entered any state after `after` and by `until`, oldest first, at most
    * about `limit` (unverified), and `through`: every entry up to that instant is in `rows`, so a
    * feed that resumes after it misses none. Reads each state's `a:` range (oldest first) across its

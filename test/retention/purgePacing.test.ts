@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { PurgePacing } from '../../shared/domain/purgePacing.js';
 import type { Retention } from '../../shared/retention/retention.js';
 import { inProcessLiveWork, liveInvocations } from '../../shared/retention/liveWork.js';
 import { daysAfter, orderIn, retentionAzurite, withRetention } from './harness.js';
@@ -61,6 +62,16 @@ test('with no live work the purge never pauses between orders: full speed', asyn
   );
 });
 
+/** A purge that gives way to this process's live invocations at `pacing`. */
+async function pacedRetention(pacing: PurgePacing): Promise<Retention> {
+  const { retention } = await withRetention(
+    azurite(),
+    { orderRetentionDays: 1 },
+    { liveWork: inProcessLiveWork, pacing },
+  );
+  return retention;
+}
+
 /** A live invocation of this process that runs until `end()` is awaited. */
 function liveUntilEnded(): { end(): Promise<void> } {
   let stop = false;
@@ -81,11 +92,7 @@ const liveFor = (ms: number) => liveInvocations.track(() => new Promise((r) => s
 test('while a live invocation runs the purge keeps to its share of the time, then goes at full speed', async () => {
   // A share of a quarter: after each piece of work, a pause three times as long.
   const pacing = { liveShare: 0.25, pollMs: 10, minSliceMs: 10_000 };
-  const { retention } = await withRetention(
-    azurite(),
-    { orderRetentionDays: 1 },
-    { liveWork: inProcessLiveWork, pacing },
-  );
+  const retention = await pacedRetention(pacing);
   await expiredOrders(retention, 8);
   const line = timeline(retention);
   const liveStarted = performance.now();
@@ -126,11 +133,7 @@ test('while a live invocation runs the purge keeps to its share of the time, the
 
 test('a slice whose live work never ends stops at its budget; the next slices finish, archiving each order once', async () => {
   const pacing = { liveShare: 0.25, pollMs: 10, minSliceMs: 700 };
-  const { retention } = await withRetention(
-    azurite(),
-    { orderRetentionDays: 1 },
-    { liveWork: inProcessLiveWork, pacing },
-  );
+  const retention = await pacedRetention(pacing);
   const orders = await expiredOrders(retention, 6);
   const live = liveUntilEnded();
   const started = performance.now();
@@ -155,11 +158,7 @@ test('while live work never ends, every slice that pays for its reads purges at 
   // slice whose reads were a piece of their own then stopped before any order, and the next one
   // read again (the chaos run retention-under-load purged nothing in 60 s of live orders).
   const pacing = { liveShare: 0.02, pollMs: 10, minSliceMs: 300 };
-  const { retention } = await withRetention(
-    azurite(),
-    { orderRetentionDays: 1 },
-    { liveWork: inProcessLiveWork, pacing },
-  );
+  const retention = await pacedRetention(pacing);
   await expiredOrders(retention, 6);
   const live = liveUntilEnded();
   const slices: { examined: number; purged: number }[] = [];
