@@ -30,6 +30,8 @@ import type { OutageWatch } from './outageWatch.js';
 import { callbackUrlFor, referenceOf } from '../callbacks/callbackUrl.js';
 import type { ServiceCallGate } from './callBudget.js';
 import { sendBackToWait } from './waitForSlot.js';
+import { onPullToken, pullTurn } from './pullWaiting.js';
+import { isPullToken } from './pullToken.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
@@ -73,7 +75,9 @@ export async function handleAgentRequest(
   body: unknown,
   context: InvocationContext,
 ): Promise<void> {
+  const invoked = deps.clock.now().getTime();
   const baseLog = logger(context, { agent: queueName });
+  if (isPullToken(body)) return onPullToken(deps, queueName, body, invoked, serveRequest, baseLog);
   const parsed = parseMessage(agentRequestSchema, body);
   if (!parsed.ok) return rejectPoison(deps.bus, queueName, context, parsed, body, deps.clock.now(), baseLog);
   const request = parsed.value;
@@ -129,7 +133,13 @@ export async function handleAgentRequest(
       completeBy: completeBy.getTime(),
     });
     if (admission.kind === 'wait') {
-      const back = await sendBackToWait(deps, queueName, request, admission.at, since);
+      const back = await sendBackToWait(
+        { ...deps, pulling: deps.budget.pulling },
+        queueName,
+        request,
+        admission.at,
+        since,
+      );
       annotate({ outcome: 'waiting' });
       log.info('no call slot free at the service; the request waits in its queue', {
         service,
@@ -141,6 +151,30 @@ export async function handleAgentRequest(
     }
   }
 
+  await serveRequest(deps, queueName, request, completeBy, log);
+  // The slot this call used is free: it pulls the next waiting request (pull mode).
+  if (deps.budget?.pulling) await pullTurn(deps, queueName, invoked, serveRequest, baseLog);
+}
+
+/**
+ * Calls the service for a request that holds a slot (read from the Agent's queue, or pulled from
+ * the service's waiting queue), replies to the Scheduler and records the service's health.
+ */
+export async function serveRequest(
+  deps: AgentDependencies,
+  queueName: string,
+  request: AgentRequestMessage,
+  completeBy: Date,
+  log: ReturnType<typeof logger>,
+): Promise<void> {
+  const fields = {
+    orderId: request.orderId,
+    step: request.step,
+    attempt: request.attempt,
+    kind: request.kind,
+    run: request.run,
+  };
+  const service = deps.service ?? queueName;
   // Wall time: how long a call takes here, queueing for this process's CPU included.
   const started = Date.now();
   const result = await inSpan(

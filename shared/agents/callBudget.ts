@@ -1,11 +1,16 @@
 import {
   afterRefusal,
+  bookSlot,
   isLimited,
   newDesk,
   offer,
   pumpLine,
   rateInForce,
+  recordStart,
   release,
+  restampStart,
+  startableAt,
+  waitingSpacingMs,
   returnSpacingMs,
   renewalIntervalMs,
   renewGrantFor,
@@ -45,6 +50,11 @@ export interface CallGateOptions {
   marginMs?: number;
   /** A 429/503 without Retry-After pauses this long. */
   minPauseMs?: number;
+  /**
+   * Requests that cannot start wait in the service's waiting queue and a freed slot pulls the next
+   * (shared/agents/pullWaiting.ts): no line is held in place. Off: the line (lineHoldMs) is used.
+   */
+  pull?: boolean;
   log?: Logger;
 }
 
@@ -87,6 +97,11 @@ export const serviceMarginMs = 50;
 export class ServiceCallGate {
   private readonly desk = newDesk();
   private readonly pacer = this.desk.pacer;
+  /** When this instance's requests sent to the waiting queue fall due (the share rule's book). */
+  private readonly waitBook = newDesk().pacer;
+  /** Instances with a live grant in the lease row, holders or not. */
+  private liveInstances = 1;
+  private rateNow = 0;
   /** Invocations waiting in the line, by line key. */
   private readonly held = new Map<
     string,
@@ -145,6 +160,7 @@ export class ServiceCallGate {
       this.pacer.rate = 0;
       this.pacer.concurrency = 0;
     }
+    if (this.o.pull) return this.admitPulling(request, t);
     const options = this.lineOptions();
     const key = `${request.key}#${(this.lineSeq += 1)}`;
     const mayHold =
@@ -170,6 +186,105 @@ export class ServiceCallGate {
       this.onStart(request);
     } else this.onWait(request, a, t);
     return a;
+  }
+
+  /**
+   * Pull mode: a request starts if a slot and the rate allow it now, else it goes to the waiting
+   * queue, due at once unless its customer is past its share of this instance's waiting requests
+   * (booked later, so other customers' requests pass it).
+   */
+  private admitPulling(request: CallRequestFacts, t: number): CallAdmission {
+    const p = this.pacer;
+    if (startableAt(p, t) === t) {
+      recordStart(p, t);
+      this.onStart(request);
+      return { kind: 'start' };
+    }
+    const reason: Extract<CallAdmission, { kind: 'wait' }>['reason'] =
+      t < p.pausedUntil
+        ? 'paused'
+        : !(p.rate > 0 && p.concurrency > 0)
+          ? 'no-grant'
+          : p.inFlight >= p.concurrency
+            ? 'concurrency'
+            : 'rate';
+    const spacing = waitingSpacingMs(this.rateNow || (this.o.limits.maxCallsPerSecond ?? 0), this.liveInstances);
+    const b = this.waitBook;
+    if (spacing !== undefined) b.book = b.book.filter((e) => e.at > t - spacing);
+    const a =
+      spacing === undefined
+        ? { kind: 'wait' as const, at: Math.max(t, p.pausedUntil), reason }
+        : bookSlot(
+            b,
+            { customer: request.customer, waited: false },
+            Math.max(t, p.pausedUntil),
+            { ...this.lineOptions(), returnSpacingMs: spacing },
+            reason,
+          );
+    this.onWait(request, a, t);
+    return a;
+  }
+
+  /** Requests that cannot start wait in the waiting queue and free slots pull them (pull mode). */
+  get pulling(): boolean {
+    return this.o.pull === true && this.limited;
+  }
+
+  /** How much later an instance without a slot passes a pull token on (most likely elsewhere). */
+  passOnMs(): number {
+    return Math.min(this.returnSpacing ?? this.o.leaseMs, this.o.leaseMs);
+  }
+
+  /** Whether this instance holds a live grant with a slot (it may pull from the waiting queue). */
+  holdsSlot(): boolean {
+    const now = this.o.clock.now().getTime();
+    return (
+      !this.limited ||
+      (now < this.grantExpiresAt && this.pacer.rate > 0 && this.pacer.concurrency > 0)
+    );
+  }
+
+  /** Renews the grant now if it lapsed (a pull token arrived at an instance that was idle). */
+  async refresh(): Promise<void> {
+    this.lastActivity = this.o.clock.now().getTime();
+    this.asked += 1;
+    if (this.lastActivity >= this.grantExpiresAt) await this.renew().catch(() => undefined);
+    this.keepRenewing();
+  }
+
+  /**
+   * When a freed slot here could start the next waiting request: now, a moment later (the rate
+   * window), or undefined (no grant, paused, every slot in use).
+   */
+  nextSlotAt(): number | undefined {
+    const now = this.o.clock.now().getTime();
+    if (this.limited && now >= this.grantExpiresAt) return undefined;
+    return startableAt(this.pacer, now);
+  }
+
+  /** How many slots are free now (waiting requests this instance may pull at once). */
+  freeSlots(): number {
+    if (this.nextSlotAt() === undefined) return 0;
+    const free = this.pacer.concurrency - this.pacer.inFlight;
+    return Number.isFinite(free) ? Math.max(0, free) : 1;
+  }
+
+  /** Claims a slot for a request about to be pulled: the claim's time, or undefined if none is free now. */
+  claim(): number | undefined {
+    const now = this.o.clock.now().getTime();
+    if (this.nextSlotAt() !== now) return undefined;
+    recordStart(this.pacer, now);
+    this.lastActivity = now;
+    return now;
+  }
+
+  /** The pulled request is in hand and starts now (its start counts from now), or none came. */
+  pulled(claimedAt: number, request: CallRequestFacts | undefined): void {
+    const now = this.o.clock.now().getTime();
+    restampStart(this.pacer, claimedAt, request ? now : undefined);
+    if (!request) return;
+    this.asked += 1;
+    this.onStart(request);
   }
 
   private lineOptions(): LineOptions {
@@ -442,6 +557,8 @@ export class ServiceCallGate {
     });
     const now = this.o.clock.now().getTime();
     const live = row.grants.filter((g) => g.expiresAt > now);
+    this.liveInstances = Math.max(1, live.length);
+    this.rateNow = rateInForce(this.o.limits, row, now);
     this.returnSpacing = returnSpacingMs(
       rateInForce(this.o.limits, row, now),
       live.filter((g) => g.concurrency > 0 && g.rate > 0).length,

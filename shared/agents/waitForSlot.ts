@@ -1,7 +1,8 @@
 import { dispatchMessageId, requestTimeToLiveMs, type Clock } from '../domain/index.js';
 import { replyTo, type AgentReplyMessage, type AgentRequestMessage } from '../messaging/contracts.js';
 import type { MessageBus } from '../messaging/bus.js';
-import { queues } from '../messaging/entities.js';
+import { queues, waitingQueueOf } from '../messaging/entities.js';
+import { pullTokenMessage } from './pullToken.js';
 
 /**
  * A request that cannot get a call slot now goes back to its Agent's queue, scheduled for the slot
@@ -15,6 +16,11 @@ export interface WaitDependencies {
   clock: Clock;
   /** The step's window (its complete-by from dispatch). */
   stepTimeoutSeconds?: number;
+  /**
+   * The request waits in the service's waiting queue, pulled by a freed slot (the gate is in pull
+   * mode), instead of coming back to its own queue at its slot.
+   */
+  pulling?: boolean;
 }
 
 export async function sendBackToWait(
@@ -35,22 +41,15 @@ export async function sendBackToWait(
   const waits = (request.waits ?? 0) + 1;
   const windowMs = (deps.stepTimeoutSeconds ?? 30) * 1000;
   const old = new Date(request.completeBy);
-  const completeBy = at + windowMs / 2 > old.getTime() ? new Date(at + windowMs) : old;
+  // Pulled: the slot comes at `at` or, behind what fell due before it, up to a quarter later than
+  // the wait (the waiting requests fall due at 1.25 x the rate); half the wait covers that.
+  const slack = deps.pulling ? Math.max(0, at - now.getTime()) / 2 : 0;
+  const completeBy =
+    at + windowMs / 2 + slack > old.getTime() ? new Date(at + windowMs + slack) : old;
   const extended = completeBy.getTime() > old.getTime();
   if (extended) {
-    const reply: AgentReplyMessage = {
-      ...replyTo(request, 'waiting'),
-      completeBy: completeBy.toISOString(),
-    };
     // Before the request goes back: the Supervisor must not time the step out while it waits.
-    await deps.bus.send(queues.scheduler, [
-      {
-        messageId: `${requestId}:waiting:${waits}`,
-        body: reply,
-        subject: 'agent-reply',
-        correlationId: request.orderId,
-      },
-    ]);
+    await extendCompleteBy(deps.bus, request, completeBy, `${requestId}:waiting:${waits}`);
   }
   const body: AgentRequestMessage = {
     ...request,
@@ -58,15 +57,40 @@ export async function sendBackToWait(
     waits,
     waitingSince: waitingSince.toISOString(),
   };
-  await deps.bus.send(queueName, [
-    {
-      messageId: `${requestId}:wait:${waits}`,
-      body,
-      subject: `${request.step}:${request.kind}`,
-      correlationId: request.orderId,
-      timeToLiveMs: requestTimeToLiveMs(now, completeBy),
-      ...(at > now.getTime() ? { scheduledEnqueueTime: new Date(at) } : {}),
-    },
-  ]);
+  const waiting = {
+    messageId: `${requestId}:wait:${waits}`,
+    body,
+    subject: `${request.step}:${request.kind}`,
+    correlationId: request.orderId,
+    timeToLiveMs: requestTimeToLiveMs(now, completeBy),
+    ...(at > now.getTime() ? { scheduledEnqueueTime: new Date(at) } : {}),
+  };
+  if (!deps.pulling) {
+    await deps.bus.send(queueName, [waiting]);
+    return { completeBy, extended };
+  }
+  await deps.bus.send(waitingQueueOf(queueName), [waiting]);
+  // A token in the Agent's own queue, due with the request: whichever instance reads it pulls if
+  // it has a free slot, so a request never waits for a slot that is free but has no invocation.
+  await deps.bus.send(queueName, [pullTokenMessage(`${requestId}:pull:${waits}`, at, now.getTime(), 0)]);
   return { completeBy, extended };
+}
+
+/**
+ * The `waiting` reply: the Scheduler moves the step's complete-by out to `completeBy` (never in).
+ * Sent before the request waits longer, or before a pulled request starts close to its complete-by.
+ */
+export async function extendCompleteBy(
+  bus: MessageBus,
+  request: AgentRequestMessage,
+  completeBy: Date,
+  messageId: string,
+): Promise<void> {
+  const reply: AgentReplyMessage = {
+    ...replyTo(request, 'waiting'),
+    completeBy: completeBy.toISOString(),
+  };
+  await bus.send(queues.scheduler, [
+    { messageId, body: reply, subject: 'agent-reply', correlationId: request.orderId },
+  ]);
 }

@@ -34,6 +34,7 @@ export function callBudgets(clock: Clock, config: CallBudgetSettings): CallBudge
           leaseMs: config.leaseSeconds * 1000,
           customerShare: config.customerShare,
           lineHoldMs: config.lineHoldMs,
+          pull: true,
           clock,
           get table() {
             return lazyTable();

@@ -433,6 +433,34 @@ export function recordStart(p: Pacer, at: number): void {
   p.inFlight += 1;
 }
 
+/**
+ * A slot claimed for a request still to be read from the waiting queue (issue 26, the slot pulls
+ * its next request): the start counts from when the request is in hand (`to`), or not at all when
+ * none came (`to` undefined). Moving a counted start later never lets the window admit more: every
+ * start admitted meanwhile was admitted with this one counted.
+ */
+export function restampStart(p: Pacer, from: number, to: number | undefined): void {
+  const i = p.starts.lastIndexOf(from);
+  if (i >= 0) p.starts.splice(i, 1);
+  if (to === undefined) {
+    p.inFlight = Math.max(0, p.inFlight - 1);
+    return;
+  }
+  const j = p.starts.findIndex((s) => s > to);
+  if (j < 0) p.starts.push(to);
+  else p.starts.splice(j, 0, to);
+}
+
+/**
+ * How far apart one instance books the requests it sends to the service's waiting queue, so that
+ * all instances together make them due at 1.25 x the rate: the slots never run dry, and a request
+ * booked later (a customer past its share) is passed by others' requests due sooner.
+ */
+export function waitingSpacingMs(rate: number, instances: number): number | undefined {
+  if (!(rate > 0) || !Number.isFinite(rate)) return undefined;
+  return (1000 * Math.max(1, instances)) / (1.25 * rate);
+}
+
 /** Books a slot from `from` on for a request sent back to its queue (the share rule applies). */
 export function bookSlot(
   p: Pacer,

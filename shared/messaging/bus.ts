@@ -3,6 +3,7 @@ import {
   ServiceBusClient,
   type RetryOptions,
   type ServiceBusMessage,
+  type ServiceBusReceiver,
   type ServiceBusSender,
 } from '@azure/service-bus';
 import { DefaultAzureCredential } from '@azure/identity';
@@ -29,9 +30,28 @@ export interface BusCounters {
   messages: number;
 }
 
+/** A message received with peek-lock from a queue no trigger listens on: settled by its reader. */
+export interface PulledMessage {
+  messageId: string;
+  body: unknown;
+  deliveryCount: number;
+  enqueuedAt?: Date;
+  /** Done with it: it leaves the queue. */
+  complete(): Promise<void>;
+  /** Not handled: back to the queue's head at once, its delivery count one higher. */
+  abandon(): Promise<void>;
+  /** Unreadable: to the queue's dead letters with the reason. */
+  deadLetter(reason: string, description: string): Promise<void>;
+}
+
 /** The narrow port the Scheduler, Agents and Supervisor use to talk through Service Bus. */
 export interface MessageBus {
   send(entity: string, messages: OutgoingMessage[]): Promise<void>;
+  /**
+   * Receives up to `max` messages (peek-lock) from a queue no trigger listens on, waiting at most
+   * `maxWaitMs` for the first (an Agent's waiting queue: shared/agents/pullWaiting.ts).
+   */
+  pull?(entity: string, max: number, maxWaitMs: number): Promise<PulledMessage[]>;
   /** Dead-letters a poison message on its first delivery (quarantine.ts); absent: the broker does, later. */
   quarantine?(origin: PoisonOrigin, body: unknown, reason: string): Promise<void>;
   readonly counters: BusCounters;
@@ -81,6 +101,8 @@ function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {
 export class ServiceBusMessageBus implements MessageBus {
   readonly counters: BusCounters = { sends: 0, messages: 0 };
   private readonly senders = new Map<string, ServiceBusSender>();
+  private readonly receivers = new Map<string, ServiceBusReceiver[]>();
+  private readonly links = new Set<ServiceBusReceiver>();
 
   constructor(readonly client: ServiceBusClient) {}
 
@@ -105,14 +127,40 @@ export class ServiceBusMessageBus implements MessageBus {
     this.counters.messages += messages.length;
   }
 
+  async pull(entity: string, max: number, maxWaitMs: number): Promise<PulledMessage[]> {
+    // A receiver takes one receive at a time (the SDK refuses a second): one per concurrent pull,
+    // kept for the next. A message is settled on the receiver that read it.
+    const idle = this.receivers.get(entity) ?? [];
+    this.receivers.set(entity, idle);
+    const r = idle.pop() ?? this.client.createReceiver(entity, { receiveMode: 'peekLock' });
+    this.links.add(r);
+    try {
+      const got = await r.receiveMessages(max, { maxWaitTimeInMs: maxWaitMs });
+      return got.map((m) => ({
+        messageId: String(m.messageId ?? ''),
+        body: m.body as unknown,
+        deliveryCount: m.deliveryCount ?? 1,
+        ...(m.enqueuedTimeUtc ? { enqueuedAt: m.enqueuedTimeUtc } : {}),
+        complete: () => r.completeMessage(m),
+        abandon: () => r.abandonMessage(m),
+        deadLetter: (reason, description) =>
+          r.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: description }),
+      }));
+    } finally {
+      idle.push(r);
+    }
+  }
+
   quarantine(origin: PoisonOrigin, body: unknown, reason: string): Promise<void> {
     return quarantine(this.client, quarantineCopy(origin, body, reason));
   }
 
   async close(): Promise<void> {
-    const senders = [...this.senders.values()];
+    const links = [...this.senders.values(), ...this.links];
     this.senders.clear();
-    await Promise.allSettled(senders.map((s) => s.close()));
+    this.receivers.clear();
+    this.links.clear();
+    await Promise.allSettled(links.map((l) => l.close()));
     await this.client.close();
   }
 }

@@ -1,0 +1,38 @@
+import type { OutgoingMessage } from '../messaging/bus.js';
+
+/**
+ * A pull token (issue 26): a small message in an Agent's own queue saying "a request waits in the
+ * service's waiting queue, due now". Whichever instance reads it pulls that request if it has a
+ * free call slot; a request never waits for a slot that is free but has no invocation to fill it.
+ * It carries no order: losing one costs at most a later start, never a request.
+ */
+export interface PullToken {
+  type: 'pull-token';
+  /** How many instances without a slot passed it on already. */
+  hops: number;
+  /** The id its first send had (its passes on are named after it). */
+  id: string;
+}
+
+/** How many times instances without a slot pass a token on before dropping it. */
+export const maxTokenHops = 3;
+
+export function isPullToken(body: unknown): body is PullToken {
+  if (typeof body !== 'object' || body === null) return false;
+  const b = body as Record<string, unknown>;
+  return b.type === 'pull-token' && typeof b.hops === 'number' && typeof b.id === 'string';
+}
+
+/** The token's message, due at `at` (epoch ms); its id absorbs duplicates of the send. */
+export function pullTokenMessage(id: string, at: number, now: number, hops: number): OutgoingMessage {
+  const body: PullToken = { type: 'pull-token', hops, id };
+  return {
+    messageId: hops === 0 ? id : `${id}:hop:${hops}`,
+    body,
+    subject: 'pull-token',
+    // A token nobody read within a minute is stale: the requests it stood for were pulled or
+    // have their own tokens.
+    timeToLiveMs: Math.max(0, at - now) + 60_000,
+    ...(at > now ? { scheduledEnqueueTime: new Date(at) } : {}),
+  };
+}

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { startRemoteService, type RunningRemoteService } from '../../local/remoteServices/index.js';
+import { handleAgentRequest } from '../../shared/agents/agent.js';
+import { ServiceCallGate } from '../../shared/agents/callBudget.js';
+import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
+import { maxTokenHops, pullTokenMessage } from '../../shared/agents/pullToken.js';
+import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain/index.js';
+import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
+import { queues, waitingQueueOf } from '../../shared/messaging/entities.js';
+import { CallBudgetTable } from '../../shared/stateStore/callBudgetTable.js';
+import { context, held, newOrder, startInfra, type Infra } from '../app/direct.js';
+
+/**
+ * Issue 26, "the slot pulls its next request": against the Service Bus emulator (the waiting queue,
+ * peek-lock receive from inside an invocation, scheduled tokens), Azurite (the lease row) and the
+ * demo payment service (its own request log says what was called and when).
+ */
+describe('pull mode: a freed slot pulls the next waiting request', () => {
+  let infra: Infra;
+  let table: CallBudgetTable;
+  let payment: RunningRemoteService;
+  const gates: ServiceCallGate[] = [];
+  const waitingQueue = waitingQueueOf(queues.paymentAgent);
+
+  before(async () => {
+    infra = await startInfra();
+    table = await CallBudgetTable.open(
+      { kind: 'connectionString', connectionString: infra.azurite.connectionString },
+      `Pull${randomUUID().replace(/-/g, '').slice(0, 8)}`,
+    );
+    payment = await startRemoteService({ name: 'payment' });
+    payment.setFaults({ latencyMs: 300 });
+  });
+  after(async () => {
+    for (const g of gates) g.close();
+    await payment?.stop();
+    await infra?.stop();
+  });
+
+  const gate = (service: string, instance: string, limits: CallLimits) => {
+    const g = new ServiceCallGate({
+      service,
+      limits,
+      instance,
+      leaseMs: 1_000,
+      customerShare: 1,
+      clock: systemClock,
+      table,
+      minPauseMs: 500,
+      pull: true,
+    });
+    gates.push(g);
+    return g;
+  };
+  const request = (completeInMs = 5_000): AgentRequestMessage => {
+    const order = newOrder(randomUUID());
+    return {
+      type: 'agent-request',
+      orderId: order.orderId,
+      run: 1,
+      step: 'payment',
+      kind: 'do',
+      action: 'charge',
+      attempt: 1,
+      completeBy: new Date(Date.now() + completeInMs).toISOString(),
+      idempotencyKey: `${order.orderId}:payment`,
+      payload: {
+        orderId: order.orderId,
+        customerId: order.customerId,
+        items: order.items,
+        shippingAddress: order.shippingAddress,
+      },
+    };
+  };
+  const run = (service: string, g: ServiceCallGate, body: unknown) =>
+    handleAgentRequest(
+      {
+        bus: infra.bus,
+        clock: systemClock,
+        serviceUrl: payment.url,
+        refusals: orderRefusals.payment,
+        service,
+        budget: g,
+        stepTimeoutSeconds: 5,
+      },
+      queues.paymentAgent,
+      body,
+      context('paymentAgent'),
+    );
+  const charges = (key: string) => payment.ledger().requests.filter((e) => e.idempotencyKey === key);
+  const drainQueue = async (entity: string) => {
+    const r = infra.client.createReceiver(entity, { receiveMode: 'receiveAndDelete' });
+    while ((await r.receiveMessages(50, { maxWaitTimeInMs: 200 })).length > 0);
+    await r.close();
+  };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('a request without a slot waits in the waiting queue, holding nothing, and the call that ends pulls it', async () => {
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const first = request();
+    const second = request();
+    let firstDone = 0;
+    const firstRun = run(service, g, first).then(() => (firstDone = Date.now()));
+    await sleep(50);
+    await run(service, g, second);
+    const secondDone = Date.now();
+    const waiting = (await held(infra, waitingQueue, second.orderId)).filter((m) =>
+      String(m.messageId).endsWith(':wait:1'),
+    );
+    assert.equal(waiting.length, 1, 'the second request waits in the waiting queue');
+    assert.equal(charges(second.idempotencyKey).length, 0, 'not called while the slot was busy');
+    await firstRun;
+    assert.ok(
+      firstDone - secondDone > 250,
+      `the second invocation returned without waiting for the slot (${firstDone - secondDone} ms before the first)`,
+    );
+    assert.equal(charges(first.idempotencyKey).length, 1);
+    assert.equal(charges(second.idempotencyKey).length, 1, 'the first invocation pulled and called the second');
+    const at = (key: string) => Date.parse(charges(key)[0].receivedAt);
+    const gap = at(second.idempotencyKey) - at(first.idempotencyKey);
+    assert.ok(gap >= 290 && gap < 900, `the second started as the first call's slot freed (${gap} ms later)`);
+    const replies = await held(infra, queues.scheduler, second.orderId);
+    assert.deepEqual(
+      replies.map((r) => r.body.outcome),
+      ['succeeded'],
+      'its reply reached the Scheduler',
+    );
+    assert.equal((await held(infra, waitingQueue, second.orderId)).length, 0, 'completed in the waiting queue');
+  });
+
+  it('a pull token read by an instance with a free slot pulls the waiting request', async () => {
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const waiter = { ...request(), waits: 1, waitingSince: new Date().toISOString() };
+    await infra.bus.send(waitingQueue, [
+      { messageId: `${waiter.orderId}:w`, body: waiter, correlationId: waiter.orderId },
+    ]);
+    const token = pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0);
+    await run(service, g, token.body);
+    assert.equal(charges(waiter.idempotencyKey).length, 1, 'the token made a free slot pull and call it');
+    assert.equal((await held(infra, waitingQueue, waiter.orderId)).length, 0);
+  });
+
+  it('a token read where every slot is busy is dropped; without a slot it passes on, at most a few times', async () => {
+    resetCircuitBreakers();
+    await drainQueue(queues.paymentAgent);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    // The holder takes the only slot; the other instance gets none.
+    const holder = gate(service, 'holder', { maxCallsPerSecond: 5, maxConcurrentCalls: 1 });
+    const other = gate(service, 'other', { maxCallsPerSecond: 5, maxConcurrentCalls: 1 });
+    const busy = run(service, holder, request());
+    await sleep(100);
+    const id = `tok-${randomUUID()}`;
+    await run(service, holder, pullTokenMessage(id, Date.now(), Date.now(), 0).body);
+    await run(service, other, pullTokenMessage(id, Date.now(), Date.now(), 0).body);
+    await run(service, other, pullTokenMessage(id, Date.now(), Date.now(), maxTokenHops).body);
+    await busy;
+    const passed = (await peekTokens()).filter((t) => t.id === id);
+    assert.deepEqual(
+      passed.map((t) => t.hops),
+      [1],
+      'only the instance without a slot passed the token on, once; the last hop was dropped',
+    );
+  });
+
+  async function peekTokens(): Promise<Array<{ id: string; hops: number }>> {
+    const r = infra.client.createReceiver(queues.paymentAgent);
+    const seen: Array<{ id: string; hops: number }> = [];
+    // Each peek of one receiver goes on from the last message it peeked.
+    for (;;) {
+      const batch = await r.peekMessages(50);
+      if (batch.length === 0) break;
+      for (const m of batch) if (m.body?.type === 'pull-token') seen.push(m.body);
+    }
+    await r.close();
+    return seen;
+  }
+
+  it('a pulled request near its complete-by has complete-by moved out before its call', async () => {
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const late = { ...request(1_500), waits: 1, waitingSince: new Date().toISOString() };
+    await infra.bus.send(waitingQueue, [{ messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId }]);
+    await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
+    const replies = (await held(infra, queues.scheduler, late.orderId)).map((r) => r.body);
+    assert.deepEqual(
+      replies.map((r) => r.outcome),
+      ['waiting', 'succeeded'],
+    );
+    assert.ok(Date.parse(replies[0].completeBy) - Date.now() > 2_500, 'a full window from its start');
+  });
+
+  it('a pulled request past its complete-by is dropped without a call', async () => {
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const stale = { ...request(-1_000), waits: 1, waitingSince: new Date().toISOString() };
+    await infra.bus.send(waitingQueue, [{ messageId: `${stale.orderId}:w`, body: stale, correlationId: stale.orderId }]);
+    await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
+    assert.equal(charges(stale.idempotencyKey).length, 0);
+    assert.equal((await held(infra, waitingQueue, stale.orderId)).length, 0, 'it left the waiting queue');
+    assert.equal((await held(infra, queues.scheduler, stale.orderId)).length, 0, 'no reply: the Supervisor owns it');
+  });
+});
