@@ -134,11 +134,12 @@ export async function handleAgentRequest(
     });
     if (admission.kind === 'wait') {
       const back = await sendBackToWait(
-        { ...deps, pulling: deps.budget.pulling },
+        { ...deps, pulling: deps.budget.pulling, wantsToken: (at) => deps.budget?.wantsToken(at) ?? true },
         queueName,
         request,
         admission.at,
         since,
+        admission.startBy,
       );
       annotate({ outcome: 'waiting' });
       log.info('no call slot free at the service; the request waits in its queue', {

@@ -1,6 +1,5 @@
 import {
   afterRefusal,
-  bookSlot,
   isLimited,
   newDesk,
   offer,
@@ -10,6 +9,8 @@ import {
   release,
   restampStart,
   startableAt,
+  waitingDueAt,
+  waitingRecentMs,
   waitingSpacingMs,
   returnSpacingMs,
   renewalIntervalMs,
@@ -94,6 +95,14 @@ export const lineHoldMs = 1_000;
  */
 export const serviceMarginMs = 50;
 
+/**
+ * How long past its grant's expiry an instance may still start calls while its renewal is on the
+ * way: the renewal timer fires at expiry, and without this a pull loop found no slot for the
+ * table round trip every lease period. Safe: every other instance counts the grant as held until
+ * grantGraceMs (2 s) past its expiry.
+ */
+export const renewingGraceMs = 500;
+
 export class ServiceCallGate {
   private readonly desk = newDesk();
   private readonly pacer = this.desk.pacer;
@@ -102,6 +111,10 @@ export class ServiceCallGate {
   /** Instances with a live grant in the lease row, holders or not. */
   private liveInstances = 1;
   private rateNow = 0;
+  /** Pull mode: requests this instance sent to the waiting queue minus those it pulled. */
+  private netWaiting = 0;
+  /** The other instances' part of the same count, from the lease row. */
+  private othersWaiting = 0;
   /** Invocations waiting in the line, by line key. */
   private readonly held = new Map<
     string,
@@ -116,6 +129,7 @@ export class ServiceCallGate {
   private grantExpiresAt = 0;
   private renewing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private timerDueAt = 0;
   /** When the next renewal is due after the last one (the lease follows demand). */
   private renewEveryMs: number;
   private lastActivity = 0;
@@ -208,21 +222,38 @@ export class ServiceCallGate {
           : p.inFlight >= p.concurrency
             ? 'concurrency'
             : 'rate';
-    const spacing = waitingSpacingMs(this.rateNow || (this.o.limits.maxCallsPerSecond ?? 0), this.liveInstances);
+    const rate = this.rateNow || (this.o.limits.maxCallsPerSecond ?? 0);
+    const spacing = waitingSpacingMs(rate, this.liveInstances);
+    const from = Math.max(t, p.pausedUntil);
     const b = this.waitBook;
-    if (spacing !== undefined) b.book = b.book.filter((e) => e.at > t - spacing);
-    const a =
+    b.book = b.book.filter((e) => e.at > t - waitingRecentMs);
+    const at =
       spacing === undefined
-        ? { kind: 'wait' as const, at: Math.max(t, p.pausedUntil), reason }
-        : bookSlot(
-            b,
-            { customer: request.customer, waited: false },
-            Math.max(t, p.pausedUntil),
-            { ...this.lineOptions(), returnSpacingMs: spacing },
-            reason,
+        ? from
+        : Math.max(
+            from,
+            waitingDueAt(b.book, request.customer, t, {
+              spacingMs: spacing,
+              share: this.o.customerShare,
+              rate,
+            }),
           );
-    this.onWait(request, a, t);
-    return a;
+    b.book.push({ at, customer: request.customer });
+    b.book.sort((x, y) => x.at - y.at);
+    const a = { kind: 'wait' as const, at, reason };
+    // Behind every request waiting before it: the service's rate drains them.
+    const ahead = Math.max(0, this.othersWaiting + this.netWaiting);
+    this.netWaiting += 1;
+    this.lastDueAt = Math.max(this.lastDueAt, a.at);
+    const startBy = rate > 0 ? Math.max(a.at, t + (1000 * ahead) / rate) : a.at;
+    const wait = { ...a, startBy };
+    this.onWait(request, wait, t);
+    return wait;
+  }
+
+  /** This process's name in the lease row. */
+  get instance(): string {
+    return this.o.instance;
   }
 
   /** Requests that cannot start wait in the waiting queue and free slots pull them (pull mode). */
@@ -240,8 +271,13 @@ export class ServiceCallGate {
     const now = this.o.clock.now().getTime();
     return (
       !this.limited ||
-      (now < this.grantExpiresAt && this.pacer.rate > 0 && this.pacer.concurrency > 0)
+      (now < this.usableUntil() && this.pacer.rate > 0 && this.pacer.concurrency > 0)
     );
+  }
+
+  /** Until when this instance may start calls on its grant (its renewal may be on the way). */
+  private usableUntil(): number {
+    return this.timer ? this.grantExpiresAt + renewingGraceMs : this.grantExpiresAt;
   }
 
   /** Renews the grant now if it lapsed (a pull token arrived at an instance that was idle). */
@@ -258,7 +294,7 @@ export class ServiceCallGate {
    */
   nextSlotAt(): number | undefined {
     const now = this.o.clock.now().getTime();
-    if (this.limited && now >= this.grantExpiresAt) return undefined;
+    if (this.limited && now >= this.usableUntil()) return undefined;
     return startableAt(this.pacer, now);
   }
 
@@ -276,6 +312,51 @@ export class ServiceCallGate {
     recordStart(this.pacer, now);
     this.lastActivity = now;
     return now;
+  }
+
+  /** Pull loops running in this process's invocations (shared/agents/pullWaiting.ts). */
+  activeChains = 0;
+  private lastTokenAt = 0;
+
+  /** Epoch ms: the latest due time of a request this instance sent to wait, or last pulled. */
+  private lastDueAt = 0;
+  /** Epoch ms: when a pull here last found the waiting queue empty. */
+  private lastEmptyAt = 0;
+  /** The same two times from the other instances' reports in the lease row. */
+  private othersDueAt = 0;
+  private othersEmptyAt = 0;
+
+  /**
+   * Whether requests may still wait in the waiting queue: something fell due (or was pulled) after
+   * the last time any instance found it empty. Times, not counts: an instance that leaves the row
+   * takes its report with it, and a count would then be off for good.
+   */
+  mayHaveWaiting(): boolean {
+    return Math.max(this.lastDueAt, this.othersDueAt) > Math.max(this.lastEmptyAt, this.othersEmptyAt);
+  }
+
+  /** A pull here found the waiting queue empty. */
+  foundEmpty(): void {
+    this.lastEmptyAt = this.o.clock.now().getTime();
+  }
+
+  /**
+   * Whether a request sent to wait due at `at` needs a pull token of its own: one due later than
+   * now does (no loop may be running then); of those due now, one per pass-on period is enough.
+   */
+  wantsToken(at: number): boolean {
+    const now = this.o.clock.now().getTime();
+    if (at > now + 100 || now - this.lastTokenAt >= this.passOnMs()) {
+      if (at <= now + 100) this.lastTokenAt = now;
+      return true;
+    }
+    return false;
+  }
+
+  /** A request was read from the waiting queue (it starts, or was past its time and dropped). */
+  tookWaiting(): void {
+    this.netWaiting -= 1;
+    this.lastDueAt = Math.max(this.lastDueAt, this.o.clock.now().getTime());
   }
 
   /** The pulled request is in hand and starts now (its start counts from now), or none came. */
@@ -319,7 +400,15 @@ export class ServiceCallGate {
   }
 
   private onWait(request: CallRequestFacts, a: Extract<CallAdmission, { kind: 'wait' }>, t: number): void {
-    traceCall({ ev: 'wait', inst: this.o.instance, t, key: request.key, at: a.at, reason: a.reason });
+    traceCall({
+      ev: 'wait',
+      inst: this.o.instance,
+      t,
+      key: request.key,
+      at: a.at,
+      reason: a.reason,
+      ...(a.startBy !== undefined ? { startBy: a.startBy, ahead: this.othersWaiting + this.netWaiting } : {}),
+    });
     recordCallWait(this.o.service, a.reason);
     // Short inside a long lease (demand grew): renew now rather than at the lease's end.
     if (
@@ -449,29 +538,49 @@ export class ServiceCallGate {
 
   private keepRenewing(): void {
     if (this.timer) return;
-    const tick = () => {
-      const now = this.o.clock.now().getTime();
-      // Idle: stop renewing (no cost at rest); the grant lapses and others take it.
-      if (now - this.lastActivity > 2 * this.o.leaseMs && this.waiting.size === 0) {
-        this.close();
-        return;
-      }
-      this.renew()
-        .catch((e: unknown) =>
-          this.o.log?.warn('could not renew the call budget lease', {
-            service: this.o.service,
-            error: (e as Error).message,
-          }),
-        )
-        .finally(() => {
-          if (this.timer) schedule();
-        });
-    };
-    const schedule = () => {
-      this.timer = setTimeout(tick, this.renewEveryMs);
-      this.timer.unref();
-    };
-    schedule();
+    this.scheduleRenewal();
+  }
+
+  /**
+   * The next renewal, a little before the grant expires: renewed at expiry, the grant lapsed for
+   * the table round trip every lease period and a pull loop found no slot.
+   */
+  private scheduleRenewal(): void {
+    const delay = this.renewEveryMs;
+    this.timerDueAt = this.o.clock.now().getTime() + delay;
+    this.timer = setTimeout(() => this.tick(), delay);
+    this.timer.unref();
+  }
+
+  /**
+   * A renewal shortened the lease (the limit binds now): a renewal timer set for the long lease
+   * would let the short grant lapse while this instance works (bench: every second, 25-45 % of it).
+   */
+  private renewalFollowsLease(): void {
+    if (!this.timer) return;
+    const due = this.o.clock.now().getTime() + this.renewEveryMs;
+    if (this.timerDueAt <= due) return;
+    clearTimeout(this.timer);
+    this.scheduleRenewal();
+  }
+
+  private tick(): void {
+    const now = this.o.clock.now().getTime();
+    // Idle: stop renewing (no cost at rest); the grant lapses and others take it.
+    if (now - this.lastActivity > 2 * this.o.leaseMs && this.waiting.size === 0) {
+      this.close();
+      return;
+    }
+    this.renew()
+      .catch((e: unknown) =>
+        this.o.log?.warn('could not renew the call budget lease', {
+          service: this.o.service,
+          error: (e as Error).message,
+        }),
+      )
+      .finally(() => {
+        if (this.timer) this.scheduleRenewal();
+      });
   }
 
   private renew(): Promise<void> {
@@ -505,6 +614,7 @@ export class ServiceCallGate {
       this.apply((await table.read(this.o.service)).row);
       this.renewEveryMs = renewalIntervalMs(counted.started / seconds, this.o.leaseMs, this.maxLeaseMs);
       this.grantExpiresAt = now + this.renewEveryMs;
+      this.renewalFollowsLease();
       nextPeriod();
       return;
     }
@@ -522,6 +632,9 @@ export class ServiceCallGate {
       oldestWaitingSince: snap.oldestWaitingSince,
       ...(snap.oldestWaitingOrder ? { oldestWaitingOrder: snap.oldestWaitingOrder } : {}),
       startedPerSecond: counted.started / seconds,
+      ...(this.o.pull
+        ? { waitingNet: this.netWaiting, waitDueAt: this.lastDueAt, waitEmptyAt: this.lastEmptyAt }
+        : {}),
     };
     let leaseMs = this.o.leaseMs;
     const row = await table.update(this.o.service, (r) => {
@@ -537,6 +650,7 @@ export class ServiceCallGate {
       );
     });
     this.renewEveryMs = leaseMs;
+    this.renewalFollowsLease();
     nextPeriod();
     this.apply(row);
   }
@@ -554,10 +668,15 @@ export class ServiceCallGate {
       t: this.o.clock.now().getTime(),
       rate: mine.rate,
       conc: mine.concurrency,
+      exp: mine.expiresAt,
     });
     const now = this.o.clock.now().getTime();
     const live = row.grants.filter((g) => g.expiresAt > now);
     this.liveInstances = Math.max(1, live.length);
+    const others = (live as ReportedGrant[]).filter((g) => g.instance !== this.o.instance);
+    this.othersWaiting = others.reduce((n, g) => n + (g.waitingNet ?? 0), 0);
+    this.othersDueAt = Math.max(0, ...others.map((g) => g.waitDueAt ?? 0));
+    this.othersEmptyAt = Math.max(0, ...others.map((g) => g.waitEmptyAt ?? 0));
     this.rateNow = rateInForce(this.o.limits, row, now);
     this.returnSpacing = returnSpacingMs(
       rateInForce(this.o.limits, row, now),

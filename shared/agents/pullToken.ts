@@ -14,8 +14,11 @@ export interface PullToken {
   id: string;
 }
 
-/** How many times instances without a slot pass a token on before dropping it. */
-export const maxTokenHops = 3;
+/**
+ * How many times a token is passed on before it is dropped: a guard against tokens circling for
+ * ever; the lease row's count of waiting requests ends them sooner (nothing waits: dropped).
+ */
+export const maxTokenHops = 20;
 
 export function isPullToken(body: unknown): body is PullToken {
   if (typeof body !== 'object' || body === null) return false;

@@ -8,6 +8,7 @@ import { inSpan, orderAttributes, SpanKind } from '../observability/tracing.js';
 import type { AgentDependencies } from './agent.js';
 import { maxTokenHops, pullTokenMessage, type PullToken } from './pullToken.js';
 import { extendCompleteBy } from './waitForSlot.js';
+import { traceCall } from './callTrace.js';
 
 /**
  * The slot pulls its next request (issue 26). A request that cannot get a call slot waits in the
@@ -36,7 +37,11 @@ const paceWithinMs = 1_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-/** After a call ended here: every free slot of this instance pulls until none is due. */
+/**
+ * After a call ended here: every free slot of this instance pulls until none is due. The pull
+ * loops pass a baton: a loop that stops while requests may still wait (no slot, the rate, its
+ * time) leaves a pull token behind, so some instance pulls on; only an empty queue ends the chain.
+ */
 export async function pullTurn(
   deps: AgentDependencies,
   queueName: string,
@@ -47,6 +52,10 @@ export async function pullTurn(
   const gate = deps.budget;
   if (!gate?.pulling || !deps.bus.pull) return;
   const workers = Math.max(gate.freeSlots(), gate.nextSlotAt() !== undefined ? 1 : 0);
+  if (workers === 0) {
+    if (gate.activeChains === 0 && gate.mayHaveWaiting()) await passBaton(deps, queueName, log);
+    return;
+  }
   await Promise.all(
     Array.from({ length: workers }, () => pullLoop(deps, queueName, invoked, serve, log)),
   );
@@ -60,13 +69,30 @@ async function pullLoop(
   log: Log,
 ): Promise<void> {
   const gate = deps.budget!;
+  gate.activeChains += 1;
+  const why = await pullUntil(deps, queueName, invoked, serve, log).finally(() => {
+    gate.activeChains -= 1;
+  });
+  traceCall({ ev: 'pull-end', inst: gate.instance, t: deps.clock.now().getTime(), why });
+  if (why !== 'empty' && gate.activeChains === 0 && gate.mayHaveWaiting())
+    await passBaton(deps, queueName, log);
+}
+
+/** Pulls and serves waiting requests while a slot is free; says why it stopped. */
+async function pullUntil(
+  deps: AgentDependencies,
+  queueName: string,
+  invoked: number,
+  serve: Serve,
+  log: Log,
+): Promise<'empty' | 'no-slot' | 'rate' | 'time' | 'error'> {
+  const gate = deps.budget!;
   const now = () => deps.clock.now().getTime();
-  let handedOn = false;
   while (now() - invoked < pullForMs) {
     const at = gate.nextSlotAt();
-    if (at === undefined) return;
+    if (at === undefined) return 'no-slot';
     if (at > now()) {
-      if (at - now() > paceWithinMs) return;
+      if (at - now() > paceWithinMs) return 'rate';
       await sleep(at - now());
       continue;
     }
@@ -78,20 +104,30 @@ async function pullLoop(
     } catch (e) {
       gate.pulled(claimed, undefined);
       log.warn('could not read the waiting queue', { error: (e as Error).message });
-      return;
+      return 'error';
     }
+    traceCall({ ev: 'pull', inst: gate.instance, t: now(), got: got.length, ms: now() - claimed });
     if (got.length === 0) {
       gate.pulled(claimed, undefined);
-      return;
+      gate.foundEmpty();
+      return 'empty';
     }
-    handedOn = true;
+    gate.tookWaiting();
     await servePulled(deps, queueName, got[0], claimed, serve, log);
   }
-  // Out of time with requests still coming: another invocation takes over at once.
-  if (handedOn)
-    await deps.bus
-      .send(queueName, [pullTokenMessage(`pull-handoff:${randomUUID()}`, now(), now(), 0)])
-      .catch((e: unknown) => log.warn('could not hand the pull on', { error: (e as Error).message }));
+  return 'time';
+}
+
+/** Leaves a pull token for whichever instance can pull next (soon, most likely elsewhere). */
+async function passBaton(deps: AgentDependencies, queueName: string, log: Log, token?: PullToken): Promise<void> {
+  const gate = deps.budget!;
+  const now = deps.clock.now().getTime();
+  const message = token
+    ? pullTokenMessage(token.id, now + gate.passOnMs(), now, token.hops + 1)
+    : pullTokenMessage(`pull-baton:${randomUUID()}`, now + gate.passOnMs(), now, 0);
+  await deps.bus
+    .send(queueName, [message])
+    .catch((e: unknown) => log.warn('could not pass the pull token on', { error: (e as Error).message }));
 }
 
 async function servePulled(
@@ -167,9 +203,9 @@ async function servePulled(
 }
 
 /**
- * A pull token arrived. With a free slot (now or within a moment) this invocation pulls. With
- * every slot busy it is dropped: the calls in flight pull when they end. Without a slot it passes
- * on (a little later, most likely to another instance) a few times, then is dropped.
+ * A pull token arrived. With a free slot (now or within a moment) this invocation pulls. Where a
+ * pull loop runs it is dropped (that loop passes its own baton on when it stops). Otherwise it is
+ * passed on, a little later and most likely to another instance, while requests may still wait.
  */
 export async function onPullToken(
   deps: AgentDependencies,
@@ -182,8 +218,13 @@ export async function onPullToken(
   const gate = deps.budget;
   if (!gate?.pulling || !deps.bus.pull) return;
   await gate.refresh();
-  if (gate.nextSlotAt() !== undefined) return pullTurn(deps, queueName, invoked, serve, log);
-  if (gate.holdsSlot() || token.hops >= maxTokenHops) return;
-  const now = deps.clock.now().getTime();
-  await deps.bus.send(queueName, [pullTokenMessage(token.id, now + gate.passOnMs(), now, token.hops + 1)]);
+  const action =
+    gate.nextSlotAt() !== undefined
+      ? 'pull'
+      : gate.activeChains > 0 || !gate.mayHaveWaiting() || token.hops >= maxTokenHops
+        ? 'drop'
+        : 'pass';
+  traceCall({ ev: 'token', inst: gate.instance, t: deps.clock.now().getTime(), action, hops: token.hops });
+  if (action === 'pull') return pullTurn(deps, queueName, invoked, serve, log);
+  if (action === 'pass') await passBaton(deps, queueName, log, token);
 }

@@ -21,6 +21,8 @@ export interface WaitDependencies {
    * mode), instead of coming back to its own queue at its slot.
    */
   pulling?: boolean;
+  /** Pull mode: whether this wait sends a pull token too (the gate keeps them few). */
+  wantsToken?: (at: number) => boolean;
 }
 
 export async function sendBackToWait(
@@ -29,6 +31,8 @@ export async function sendBackToWait(
   request: AgentRequestMessage,
   at: number,
   waitingSince: Date,
+  /** Pull mode: when it is expected to start, behind the requests waiting before it. */
+  startBy: number = at,
 ): Promise<{ completeBy: Date; extended: boolean }> {
   const now = deps.clock.now();
   const requestId = dispatchMessageId(
@@ -41,11 +45,12 @@ export async function sendBackToWait(
   const waits = (request.waits ?? 0) + 1;
   const windowMs = (deps.stepTimeoutSeconds ?? 30) * 1000;
   const old = new Date(request.completeBy);
-  // Pulled: the slot comes at `at` or, behind what fell due before it, up to a quarter later than
-  // the wait (the waiting requests fall due at 1.25 x the rate); half the wait covers that.
-  const slack = deps.pulling ? Math.max(0, at - now.getTime()) / 2 : 0;
+  // Pulled: it starts when the requests ahead of it have (startBy, from the lease row's count of
+  // waiting requests); half the wait again covers an estimate that is a lease period old.
+  const slack = deps.pulling ? Math.max(0, startBy - now.getTime()) / 2 : 0;
+  const from = Math.max(at, startBy);
   const completeBy =
-    at + windowMs / 2 + slack > old.getTime() ? new Date(at + windowMs + slack) : old;
+    from + windowMs / 2 + slack > old.getTime() ? new Date(from + windowMs + slack) : old;
   const extended = completeBy.getTime() > old.getTime();
   if (extended) {
     // Before the request goes back: the Supervisor must not time the step out while it waits.
@@ -72,7 +77,8 @@ export async function sendBackToWait(
   await deps.bus.send(waitingQueueOf(queueName), [waiting]);
   // A token in the Agent's own queue, due with the request: whichever instance reads it pulls if
   // it has a free slot, so a request never waits for a slot that is free but has no invocation.
-  await deps.bus.send(queueName, [pullTokenMessage(`${requestId}:pull:${waits}`, at, now.getTime(), 0)]);
+  if (deps.wantsToken?.(at) ?? true)
+    await deps.bus.send(queueName, [pullTokenMessage(`${requestId}:pull:${waits}`, at, now.getTime(), 0)]);
   return { completeBy, extended };
 }
 

@@ -365,7 +365,13 @@ export type CallAdmission =
   /** Call now, or after `delayMs` (a moment before its paced slot). */
   | { kind: 'start'; delayMs?: number }
   /** Send the request back to the queue, to be read again at `at` (epoch ms). */
-  | { kind: 'wait'; at: number; reason: 'paused' | 'rate' | 'concurrency' | 'no-grant' | 'share' };
+  | {
+      kind: 'wait';
+      at: number;
+      reason: 'paused' | 'rate' | 'concurrency' | 'no-grant' | 'share';
+      /** Pull mode: when it is expected to start, behind the requests waiting before it. */
+      startBy?: number;
+    };
 
 export interface PacingOptions {
   /** The most of the rate one customer's waiting requests take while others wait (0..1]. */
@@ -451,14 +457,36 @@ export function restampStart(p: Pacer, from: number, to: number | undefined): vo
   else p.starts.splice(j, 0, to);
 }
 
+/** How recently booked entries of the waiting queue count as a customer's pending requests. */
+export const waitingRecentMs = 2_000;
+
 /**
- * How far apart one instance books the requests it sends to the service's waiting queue, so that
- * all instances together make them due at 1.25 x the rate: the slots never run dry, and a request
- * booked later (a customer past its share) is passed by others' requests due sooner.
+ * When a request this instance sends to the service's waiting queue falls due (pull mode, issue
+ * 26). Slots take due requests oldest first, so a customer's first few requests (its share of
+ * what the rate starts in `waitingRecentMs`) are due at once, and beyond those its requests fall
+ * due one `spacingMs` after its previous one: at a little over this instance's part of the rate,
+ * so a customer alone still keeps every slot busy, while another customer's requests, due at
+ * once, pass its later ones. `book` is this instance's recent bookings, oldest first.
+ */
+export function waitingDueAt(
+  book: ReadonlyArray<{ at: number; customer: string }>,
+  customer: string,
+  now: number,
+  o: { spacingMs: number; share: number; rate: number },
+): number {
+  const own = book.filter((b) => b.customer === customer && b.at > now - waitingRecentMs);
+  const atOnce = Math.max(1, Math.ceil((o.share * o.rate * waitingRecentMs) / 1000));
+  if (o.share >= 1 || own.length < atOnce) return now;
+  return Math.max(now, own[own.length - 1].at + o.spacingMs);
+}
+
+/**
+ * How far apart a customer's requests past its share fall due on one instance: all instances
+ * together make them due at 1.1 x the rate (the slots never run dry on one customer alone).
  */
 export function waitingSpacingMs(rate: number, instances: number): number | undefined {
   if (!(rate > 0) || !Number.isFinite(rate)) return undefined;
-  return (1000 * Math.max(1, instances)) / (1.25 * rate);
+  return (1000 * Math.max(1, instances)) / (1.1 * rate);
 }
 
 /** Books a slot from `from` on for a request sent back to its queue (the share rule applies). */

@@ -23,6 +23,15 @@ export interface GrantReport {
   oldestWaitingOrder?: string;
   /** Calls it started per second over its last lease period. */
   startedPerSecond: number;
+  /**
+   * Pull mode: requests it sent to the waiting queue minus those it pulled from it, since it
+   * started. Summed over the live grants: how many wait (a request's expected wait).
+   */
+  waitingNet?: number;
+  /** Pull mode, epoch ms: the latest due time of a request it sent to wait or pulled. */
+  waitDueAt?: number;
+  /** Pull mode, epoch ms: when a pull of it last found the waiting queue empty. */
+  waitEmptyAt?: number;
 }
 
 export type ReportedGrant = BudgetGrant & Partial<GrantReport>;

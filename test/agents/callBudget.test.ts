@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startRemoteService, type RunningRemoteService } from '../../local/remoteServices/index.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
-import { ServiceCallGate } from '../../shared/agents/callBudget.js';
+import { renewingGraceMs, ServiceCallGate } from '../../shared/agents/callBudget.js';
 import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
 import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain/index.js';
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
@@ -41,12 +41,14 @@ describe('global call budget', () => {
     limits: CallLimits,
     leaseMs = 1_000,
     maxLeaseMs?: number,
+    pull = false,
   ) => {
     const g = new ServiceCallGate({
       service,
       limits,
       instance,
       leaseMs,
+      pull,
       ...(maxLeaseMs !== undefined ? { maxLeaseMs } : {}),
       customerShare: 1,
       clock: systemClock,
@@ -286,5 +288,50 @@ describe('global call budget', () => {
       mine.wantRate >= 10,
       `the third renewal asked for ${mine.wantRate}/s after 30 requests during the second`,
     );
+  });
+
+  it('a renewal that shortens the lease brings the next renewal forward (the grant does not lapse while the instance works)', async () => {
+    // Bench trace (issue 26, pull mode): an instance's first renewal, with nothing binding, got a
+    // 60 s lease and set its renewal timer for then; renewals while the limit bound shortened the
+    // lease to 1 s, but the timer stayed at 60 s, so the grant lapsed every second and was renewed
+    // only when a request found it lapsed: the slot had no grant 25-45 % of the time.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 4, maxConcurrentCalls: 2 };
+    const a = gate(service, 'a', limits, 1_000, 60_000, true);
+    const b = gate(service, 'b', limits, 1_000, 60_000, true);
+    const request = (n: number) => ({ key: `k${n}`, orderId: `o${n}`, customer: 'c', waited: false, since: Date.now() });
+    assert.equal((await a.admit(request(0))).kind, 'start');
+    a.done(10);
+    assert.equal((await b.admit(request(1))).kind, 'start');
+    b.done(10);
+    // Both hold long leases now. A lease period later b's demand makes the limit bind (b renews at
+    // once, short), and then a finds itself short too and renews at once, on the short lease.
+    await sleep(1_100);
+    for (let i = 2; i <= 13; i++) {
+      const r = await b.admit(request(i));
+      if (r.kind === 'start') b.done(10);
+    }
+    await sleep(300);
+    for (let i = 14; i <= 21; i++) {
+      const r = await a.admit(request(i));
+      if (r.kind === 'start') a.done(10);
+    }
+    await sleep(300);
+    const renewed = (await table.read(service)).row.grants.find((x) => x.instance === 'a');
+    assert.ok(
+      renewed && renewed.expiresAt - Date.now() < 2_000,
+      `a holds a short lease now (expires in ${renewed ? renewed.expiresAt - Date.now() : '-'} ms)`,
+    );
+    const lapsed: number[] = [];
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3_500) {
+      await sleep(100);
+      const c = a.claim();
+      if (c !== undefined) a.pulled(c, undefined);
+      const mine = (await table.read(service)).row.grants.find((x) => x.instance === 'a');
+      // renewingGraceMs: while its renewal is on the way an instance still uses its grant.
+      if (!mine || mine.expiresAt + renewingGraceMs < Date.now()) lapsed.push(Date.now() - t0);
+    }
+    assert.deepEqual(lapsed, [], `a's grant lapsed while it worked, at +${lapsed.join(', +')} ms`);
   });
 });

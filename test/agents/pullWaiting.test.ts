@@ -148,17 +148,21 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.equal((await held(infra, waitingQueue, waiter.orderId)).length, 0);
   });
 
-  it('a token read where every slot is busy is dropped; without a slot it passes on, at most a few times', async () => {
+  it('a token read without a slot passes on while requests may wait; one past the last hop is dropped', async () => {
     resetCircuitBreakers();
     await drainQueue(queues.paymentAgent);
+    await drainQueue(waitingQueue);
     const service = `payment-${randomUUID().slice(0, 8)}`;
     // The holder takes the only slot; the other instance gets none.
     const holder = gate(service, 'holder', { maxCallsPerSecond: 5, maxConcurrentCalls: 1 });
     const other = gate(service, 'other', { maxCallsPerSecond: 5, maxConcurrentCalls: 1 });
+    // Two requests: the first holds the slot, the second waits, so the holder's call ends in a
+    // pull loop and requests may still wait.
     const busy = run(service, holder, request());
     await sleep(100);
+    await run(service, other, request());
+    await sleep(100);
     const id = `tok-${randomUUID()}`;
-    await run(service, holder, pullTokenMessage(id, Date.now(), Date.now(), 0).body);
     await run(service, other, pullTokenMessage(id, Date.now(), Date.now(), 0).body);
     await run(service, other, pullTokenMessage(id, Date.now(), Date.now(), maxTokenHops).body);
     await busy;
@@ -166,7 +170,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.deepEqual(
       passed.map((t) => t.hops),
       [1],
-      'only the instance without a slot passed the token on, once; the last hop was dropped',
+      'the instance without a slot passed the token on once; the one past the last hop was dropped',
     );
   });
 
