@@ -103,6 +103,9 @@ export const serviceMarginMs = 50;
  */
 export const renewingGraceMs = 500;
 
+/** How long a pulled request's wait counts towards the expected wait of those sent after it. */
+export const pulledWaitMemoryMs = 5_000;
+
 export class ServiceCallGate {
   private readonly desk = newDesk();
   private readonly pacer = this.desk.pacer;
@@ -115,6 +118,10 @@ export class ServiceCallGate {
   private netWaiting = 0;
   /** The other instances' part of the same count, from the lease row. */
   private othersWaiting = 0;
+  /** How long the requests pulled here lately had waited (ms; the longest of the last few seconds). */
+  private pulledWaits: Array<{ at: number; ms: number }> = [];
+  /** The same from the other instances' reports. */
+  private othersPulledWaitMs = 0;
   /** Invocations waiting in the line, by line key. */
   private readonly held = new Map<
     string,
@@ -241,11 +248,14 @@ export class ServiceCallGate {
     b.book.push({ at, customer: request.customer });
     b.book.sort((x, y) => x.at - y.at);
     const a = { kind: 'wait' as const, at, reason };
-    // Behind every request waiting before it: the service's rate drains them.
+    // Behind every request waiting before it: the service's rate drains them (the lease row's
+    // count), and no sooner than the requests pulled lately had waited (a count a lease old, or
+    // off by an instance that left, must not let a request's complete-by pass while it waits).
     const ahead = Math.max(0, this.othersWaiting + this.netWaiting);
     this.netWaiting += 1;
     this.lastDueAt = Math.max(this.lastDueAt, a.at);
-    const startBy = rate > 0 ? Math.max(a.at, t + (1000 * ahead) / rate) : a.at;
+    const byCount = rate > 0 ? t + (1000 * ahead) / rate : a.at;
+    const startBy = Math.max(a.at, byCount, t + this.recentPulledWaitMs(t));
     const wait = { ...a, startBy };
     this.onWait(request, wait, t);
     return wait;
@@ -351,6 +361,17 @@ export class ServiceCallGate {
       return true;
     }
     return false;
+  }
+
+  /** The longest wait of the requests pulled lately, here or (by the lease row) elsewhere. */
+  private recentPulledWaitMs(now: number): number {
+    this.pulledWaits = this.pulledWaits.filter((w) => w.at > now - pulledWaitMemoryMs);
+    return Math.max(this.othersPulledWaitMs, ...this.pulledWaits.map((w) => w.ms), 0);
+  }
+
+  /** A pulled request had waited this long since it was first sent to wait. */
+  waitedFor(ms: number): void {
+    this.pulledWaits.push({ at: this.o.clock.now().getTime(), ms });
   }
 
   /** A request was read from the waiting queue (it starts, or was past its time and dropped). */
@@ -459,6 +480,16 @@ export class ServiceCallGate {
     this.durations.push(ms);
     if (this.durations.length > 50) this.durations.shift();
     this.pump();
+    const waiters = this.slotWaiters;
+    this.slotWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private slotWaiters: Array<() => void> = [];
+
+  /** Resolves when one of this process's calls to the service ends (its slot is free again). */
+  slotFreed(): Promise<void> {
+    return new Promise((resolve) => this.slotWaiters.push(resolve));
   }
 
   /**
@@ -633,7 +664,12 @@ export class ServiceCallGate {
       ...(snap.oldestWaitingOrder ? { oldestWaitingOrder: snap.oldestWaitingOrder } : {}),
       startedPerSecond: counted.started / seconds,
       ...(this.o.pull
-        ? { waitingNet: this.netWaiting, waitDueAt: this.lastDueAt, waitEmptyAt: this.lastEmptyAt }
+        ? {
+            waitingNet: this.netWaiting,
+            waitDueAt: this.lastDueAt,
+            waitEmptyAt: this.lastEmptyAt,
+            pulledWaitMs: this.recentPulledWaitMs(now),
+          }
         : {}),
     };
     let leaseMs = this.o.leaseMs;
@@ -677,6 +713,7 @@ export class ServiceCallGate {
     this.othersWaiting = others.reduce((n, g) => n + (g.waitingNet ?? 0), 0);
     this.othersDueAt = Math.max(0, ...others.map((g) => g.waitDueAt ?? 0));
     this.othersEmptyAt = Math.max(0, ...others.map((g) => g.waitEmptyAt ?? 0));
+    this.othersPulledWaitMs = Math.max(0, ...others.map((g) => g.pulledWaitMs ?? 0));
     this.rateNow = rateInForce(this.o.limits, row, now);
     this.returnSpacing = returnSpacingMs(
       rateInForce(this.o.limits, row, now),

@@ -86,11 +86,37 @@ async function pullUntil(
   serve: Serve,
   log: Log,
 ): Promise<'empty' | 'no-slot' | 'rate' | 'time' | 'error'> {
+  // A request's reply and its settlement run on while the slot, free once its call ended, pulls
+  // the next: they took 30-100 ms of each slot's cycle (bench, 300 ms calls).
+  const finishing = new Set<Promise<void>>();
+  try {
+    return await pullWhile(deps, queueName, invoked, serve, log, finishing);
+  } finally {
+    await Promise.all(finishing);
+  }
+}
+
+async function pullWhile(
+  deps: AgentDependencies,
+  queueName: string,
+  invoked: number,
+  serve: Serve,
+  log: Log,
+  finishing: Set<Promise<void>>,
+): Promise<'empty' | 'no-slot' | 'rate' | 'time' | 'error'> {
   const gate = deps.budget!;
   const now = () => deps.clock.now().getTime();
+  let current: Promise<void> | undefined;
   while (now() - invoked < pullForMs) {
     const at = gate.nextSlotAt();
-    if (at === undefined) return 'no-slot';
+    if (at === undefined) {
+      // Woken by another call's end whose slot someone else took: wait for this loop's own call.
+      if (current && finishing.has(current)) {
+        await current;
+        continue;
+      }
+      return 'no-slot';
+    }
     if (at > now()) {
       if (at - now() > paceWithinMs) return 'rate';
       await sleep(at - now());
@@ -113,7 +139,12 @@ async function pullUntil(
       return 'empty';
     }
     gate.tookWaiting();
-    await servePulled(deps, queueName, got[0], claimed, serve, log);
+    const freed = gate.slotFreed();
+    const served = servePulled(deps, queueName, got[0], claimed, serve, log);
+    finishing.add(served);
+    current = served;
+    void served.finally(() => finishing.delete(served));
+    await Promise.race([served, freed]);
   }
   return 'time';
 }
@@ -147,6 +178,8 @@ async function servePulled(
   }
   const request = parsed.value;
   const now = deps.clock.now();
+  const since = Date.parse(request.waitingSince ?? '');
+  if (Number.isFinite(since)) gate.waitedFor(now.getTime() - since);
   let completeBy = new Date(request.completeBy);
   const requestLog = log.with({ orderId: request.orderId, step: request.step, attempt: request.attempt });
   if (now.getTime() >= completeBy.getTime()) {

@@ -32,6 +32,8 @@ export interface GrantReport {
   waitDueAt?: number;
   /** Pull mode, epoch ms: when a pull of it last found the waiting queue empty. */
   waitEmptyAt?: number;
+  /** Pull mode: the longest wait of the requests it pulled in the last few seconds (ms). */
+  pulledWaitMs?: number;
 }
 
 export type ReportedGrant = BudgetGrant & Partial<GrantReport>;
