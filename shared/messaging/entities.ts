@@ -37,6 +37,19 @@ export const queues = {
   poison: 'poison',
 } as const;
 
+/**
+ * The waiting queue of an Agent's service (issue 26): a request that cannot get a call slot waits
+ * here, not in its Agent's queue. No trigger listens on it: an instance whose call slot is free
+ * pulls the next request from it (shared/agents/pullWaiting.ts), so a freed slot is fed at once
+ * instead of by random redelivery, and nothing is held while a request waits.
+ */
+export function waitingQueueOf(agentQueue: string): string {
+  return `${agentQueue}-waiting`;
+}
+
+/** Every Agent's waiting queue (Config.json and the Bicep declare them; drift.test.ts checks). */
+export const waitingQueues: readonly string[] = Object.values(agentQueues).map(waitingQueueOf);
+
 export const topics = {
   /** Status events for client apps: the pattern's private response channel. */
   orderStatus: 'order-status',
