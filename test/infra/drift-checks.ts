@@ -235,6 +235,12 @@ function blockEnd(text: string, open: number): number {
   return text.length;
 }
 
+/** Whether `index` is in a // comment or on a line of a block comment (a doc comment's `*` line). */
+function inComment(text: string, index: number): boolean {
+  const line = text.slice(text.lastIndexOf('\n', index - 1) + 1, index);
+  return line.includes('//') || /^\s*(\/\*|\*)/.test(line);
+}
+
 /** The value of `key:` in an options object: a string literal or a `queues.x` / `topics.x` constant. */
 function resolveName(
   body: string,
@@ -304,6 +310,7 @@ export function appMessaging(
     }
     // An Agent's waiting queue is named from its own queue, so the call covers every Agent's.
     for (const m of f.text.matchAll(/\.(pull|send)\(\s*waitingQueueOf\(/g)) {
+      if (inComment(f.text, m.index ?? 0)) continue;
       if (!names.waitingQueues)
         problems.push(
           `${f.path}: ${m[1] === 'pull' ? 'pulls from' : 'sends to'} the Agents' waiting queues, but none were given`,
@@ -313,7 +320,7 @@ export function appMessaging(
     }
     for (const m of f.text.matchAll(/\.pull\(\s*([^,)]*)/g)) {
       const expr = m[1].trim();
-      if (expr.startsWith('waitingQueueOf(')) continue;
+      if (expr.startsWith('waitingQueueOf(') || inComment(f.text, m.index ?? 0)) continue;
       const constant = /^queues\.(\w+)$/.exec(expr);
       const value = constant ? names.queues[constant[1]] : undefined;
       if (value !== undefined) add(messaging.pulledQueues, value);

@@ -452,6 +452,21 @@ test("an Agent's own receiver and sends on the waiting queues are read from its 
   const named: SourceFile = { path: 'shared/x.ts', text: 'await bus.pull(queues.poison, 1, 0);' };
   assert.deepEqual(appMessaging([named], entityConstants).messaging.pulledQueues, [appQueues.poison]);
   const opaque: SourceFile = { path: 'shared/y.ts', text: 'await bus.pull(someQueue, 1, 0);' };
+  // What a comment says is not a call.
+  const documented: SourceFile = {
+    path: 'shared/z.ts',
+    text: '/**\n * `bus.pull(entity, max)` receives.\n */\n// then bus.pull(waitingQueueOf(q), 1, 0)\n',
+  };
+  assert.deepEqual(appMessaging([documented], entityConstants), {
+    messaging: {
+      triggerQueues: [],
+      pulledQueues: [],
+      triggerSubscriptions: [],
+      sendQueues: [],
+      sendTopics: [],
+    },
+    problems: [],
+  });
   reports(
     appMessaging([opaque], entityConstants).problems,
     /shared\/y\.ts: cannot resolve the queue of \.pull\(someQueue/,
