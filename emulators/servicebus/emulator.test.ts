@@ -45,10 +45,10 @@ describe('config', () => {
       [
         'scheduler',
         'agent-inventory',
-        'agent-inventory-waiting',
         'agent-payment',
-        'agent-payment-waiting',
         'agent-shipping',
+        'agent-inventory-waiting',
+        'agent-payment-waiting',
         'agent-shipping-waiting',
         'operator-alerts',
         'poison',

@@ -309,7 +309,7 @@ export function appMessaging(
       for (const q of names.agentQueues ?? []) add(messaging.sendQueues, q);
     }
     // An Agent's waiting queue is named from its own queue, so the call covers every Agent's.
-    for (const m of f.text.matchAll(/\.(pull|send)\(\s*waitingQueueOf\(/g)) {
+    for (const m of f.text.matchAll(/\.(pull|send)(?:!|\?\.)?\(\s*waitingQueueOf\(/g)) {
       if (inComment(f.text, m.index ?? 0)) continue;
       if (!names.waitingQueues)
         problems.push(
@@ -318,7 +318,7 @@ export function appMessaging(
       const list = m[1] === 'pull' ? messaging.pulledQueues : messaging.sendQueues;
       for (const q of names.waitingQueues ?? []) add(list, q);
     }
-    for (const m of f.text.matchAll(/\.pull\(\s*([^,)]*)/g)) {
+    for (const m of f.text.matchAll(/\.pull(?:!|\?\.)?\(\s*([^,)]*)/g)) {
       const expr = m[1].trim();
       if (expr.startsWith('waitingQueueOf(') || inComment(f.text, m.index ?? 0)) continue;
       const constant = /^queues\.(\w+)$/.exec(expr);

@@ -446,6 +446,15 @@ test("an Agent's own receiver and sends on the waiting queues are read from its 
   assert.deepEqual(read.messaging.triggerQueues, []);
   assert.deepEqual(read.messaging.pulledQueues, [...waitingQueues]);
   assert.deepEqual(read.messaging.sendQueues, [...waitingQueues]);
+  // MessageBus.pull is optional: called as pull!( or pull?.( as well.
+  for (const call of ['pull!(', 'pull?.(']) {
+    const asserted: SourceFile = { ...waitingAgent, text: waitingAgent.text.replace('pull(', call) };
+    assert.deepEqual(
+      appMessaging([asserted], entityConstants).messaging.pulledQueues,
+      [...waitingQueues],
+      call,
+    );
+  }
   const onlySends: SourceFile = { ...waitingAgent, text: waitingAgent.text.split('\n')[1]! };
   assert.deepEqual(appMessaging([onlySends], entityConstants).messaging.pulledQueues, []);
   // A pull from a named queue constant, and one the check cannot resolve.
