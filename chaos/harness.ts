@@ -18,7 +18,7 @@ import {
   type OrderState,
 } from '../shared/domain/index.js';
 import { StateStore } from '../shared/stateStore/index.js';
-import { queues, topics } from '../shared/messaging/entities.js';
+import { queues, topics, waitingQueues } from '../shared/messaging/entities.js';
 import type { LedgerSnapshot } from '../local/remoteServices/index.js';
 import { startTcpProxy, type TcpProxy } from './tcpProxy.js';
 
@@ -416,7 +416,8 @@ export async function readQueues(
   };
   try {
     const deadLetters: PeekedMessage[] = [];
-    for (const q of Object.values(queues)) {
+    // The Agents' waiting queues too: a waiting request can be dead-lettered there.
+    for (const q of [...Object.values(queues), ...waitingQueues]) {
       deadLetters.push(
         ...(await peekAll(client.createReceiver(q, { subQueueType: 'deadLetter' }), `${q}/$DLQ`)),
       );

@@ -107,15 +107,46 @@ var inFlightAgeBoundSeconds = (int(stepTimeoutSeconds) + int(claimTimeoutSeconds
 // infra/servicebus-emulator/Config.json (test/infra/drift.test.ts checks it); the entities
 // themselves are created from that file, never from this list.
 var appEntities = {
-  receivesFromQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping']
+  // The triggers' queues, and each Agent's waiting queue, which its function receives from with
+  // its own receiver (no trigger; shared/messaging/entities.ts waitingQueueOf).
+  receivesFromQueues: [
+    'scheduler'
+    'agent-inventory'
+    'agent-payment'
+    'agent-shipping'
+    'agent-inventory-waiting'
+    'agent-payment-waiting'
+    'agent-shipping-waiting'
+  ]
   // poison: a poison message's copy, dead-lettered there at once (shared/messaging/quarantine.ts).
-  sendsToQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts', 'poison']
+  // agent-*-waiting: a request that cannot get a call slot is sent there to wait.
+  sendsToQueues: [
+    'scheduler'
+    'agent-inventory'
+    'agent-payment'
+    'agent-shipping'
+    'agent-inventory-waiting'
+    'agent-payment-waiting'
+    'agent-shipping-waiting'
+    'operator-alerts'
+    'poison'
+  ]
   sendsToTopics: ['order-status']
   operatorAlertsQueue: 'operator-alerts'
   // The operator's dead-letter routes peek, receive and complete the dead letters of every queue
   // and order-status subscription (Data Receiver; a redrive's copy goes to a send target above).
   // The role on poison also lets the quarantine receive its own copy to dead-letter it.
-  readsDeadLettersOfQueues: ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts', 'poison']
+  readsDeadLettersOfQueues: [
+    'scheduler'
+    'agent-inventory'
+    'agent-payment'
+    'agent-shipping'
+    'agent-inventory-waiting'
+    'agent-payment-waiting'
+    'agent-shipping-waiting'
+    'operator-alerts'
+    'poison'
+  ]
   readsDeadLettersOfSubscriptions: ['order-status/all']
 }
 

@@ -42,10 +42,31 @@ describe('config', () => {
     const app = loadConfig(appConfig);
     assert.deepEqual(
       app.queues.map((q) => q.name),
-      ['scheduler', 'agent-inventory', 'agent-payment', 'agent-shipping', 'operator-alerts', 'poison'],
+      [
+        'scheduler',
+        'agent-inventory',
+        'agent-payment',
+        'agent-shipping',
+        'agent-inventory-waiting',
+        'agent-payment-waiting',
+        'agent-shipping-waiting',
+        'operator-alerts',
+        'poison',
+      ],
     );
     assert.equal(app.queues[0].lockDurationMs, 60_000);
     assert.equal(app.queues[0].duplicateDetection.windowMs, 300_000);
+    // A waiting request that expires is past its complete-by: it goes, not to the dead letters.
+    const waiting = app.queues.find((q) => q.name === 'agent-payment-waiting')!;
+    assert.deepEqual(
+      [
+        waiting.maxDeliveryCount,
+        waiting.lockDurationMs,
+        waiting.defaultTtlMs,
+        waiting.deadLetterOnExpiration,
+      ],
+      [10, 60_000, 3_600_000, false],
+    );
     assert.equal(app.topics[0].subscriptions[0].rules[0].name, '$Default');
     const conf = loadConfig(fixture);
     const high = conf.topics[0].subscriptions.find((s) => s.name === 'high-priority')!;

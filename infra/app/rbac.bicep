@@ -7,6 +7,7 @@ param archiveContainerName string = 'order-archive'
 param serviceBusNamespaceName string
 param applicationInsightsName string
 param appPrincipalId string
+@description('Queues the app receives from: those its triggers listen on, and those it pulls from with its own receiver (the Agents\' waiting queues).')
 param receivesFromQueues string[]
 param sendsToQueues string[]
 param sendsToTopics string[]
@@ -92,8 +93,9 @@ resource alertsQueue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existin
   name: operatorAlertsQueue
 }
 
-// Data Receiver on a queue covers its dead-letter queue. A queue a trigger already receives from
-// has the role (the same assignment twice would collide on its guid name).
+// Data Receiver on a queue covers its dead-letter queue. A queue the app already receives from
+// (a trigger, or its own receiver) has the role (the same assignment twice would collide on its
+// guid name).
 var deadLetterOnlyQueues = filter(readsDeadLettersOfQueues, q => !contains(receivesFromQueues, q))
 
 resource deadLetterQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existing = [for queueName in deadLetterOnlyQueues: {

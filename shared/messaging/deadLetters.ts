@@ -12,7 +12,7 @@ import {
   redriveTargetOf,
   type DeadLetterSource,
 } from '../domain/deadLetters.js';
-import { orderStatusSubscriptions, queues, topics } from './entities.js';
+import { orderStatusSubscriptions, queues, topics, waitingQueueOf, waitingQueues } from './entities.js';
 import { poisonProperties } from './quarantine.js';
 
 /**
@@ -21,10 +21,23 @@ import { poisonProperties } from './quarantine.js';
  * the Listen right on each entity and Send on each redrive target, see infra/app/rbac.bicep).
  */
 
+/** Every queue of the app, the Agents' waiting queues included. */
+const appQueues: readonly string[] = [...Object.values(queues), ...waitingQueues];
+
 /** Every dead-letter source the operator sees, derived from the entity names the app declares. */
-export const deadLetterSourceList: readonly DeadLetterSource[] = deadLetterSources(Object.values(queues), {
+export const deadLetterSourceList: readonly DeadLetterSource[] = deadLetterSources(appQueues, {
   [topics.orderStatus]: orderStatusSubscriptions,
 });
+
+/**
+ * A waiting queue's Agent queue. A redrive sends a waiting request to its Agent queue, whose
+ * trigger takes it at once: back in the waiting queue it would wait for a freed slot to pull it.
+ */
+const agentQueueOfWaiting = new Map(
+  Object.values(queues)
+    .filter((q) => waitingQueues.includes(waitingQueueOf(q)))
+    .map((q): [string, string] => [waitingQueueOf(q), q]),
+);
 
 export function findDeadLetterSource(name: string): DeadLetterSource | undefined {
   return deadLetterSourceList.find((s) => s.name === name);
@@ -73,12 +86,13 @@ const deadLetterProperties: readonly string[] = [
 
 /** Where a dead letter's redriven copy goes; null: nowhere (a quarantined copy naming no queue). */
 export function redriveTargetFor(source: DeadLetterSource, m: DeadLetter): string | null {
-  return redriveTargetOf(
+  const target = redriveTargetOf(
     source,
     queues.poison,
     m.applicationProperties?.[poisonProperties.entity],
-    Object.values(queues),
+    appQueues,
   );
+  return target === null ? null : (agentQueueOfWaiting.get(target) ?? target);
 }
 
 export const sequenceText = (m: { sequenceNumber?: Long | number }): string =>

@@ -13,7 +13,14 @@ import {
   discardDeadLetters,
   redriveDeadLetters,
 } from '../../shared/http/deadLetterApi.js';
-import { orderStatusSubscriptions, queues, topics } from '../../shared/messaging/entities.js';
+import {
+  orderStatusSubscriptions,
+  queues,
+  topics,
+  waitingQueueOf,
+  waitingQueues,
+} from '../../shared/messaging/entities.js';
+import { poisonProperties } from '../../shared/messaging/quarantine.js';
 import {
   findDeadLetterSource,
   redriveCopy,
@@ -151,7 +158,12 @@ describe('dead letters: list, redrive, discard', () => {
   /** Sends one message and dead-letters it on the spot, as a handler that rejects it would. */
   async function deadLetter(
     queue: string,
-    message: { messageId: string; correlationId?: string; body: unknown },
+    message: {
+      messageId: string;
+      correlationId?: string;
+      body: unknown;
+      applicationProperties?: Record<string, string>;
+    },
   ) {
     const sender = infra.client.createSender(queue);
     await sender.sendMessages(message);
@@ -192,6 +204,7 @@ describe('dead letters: list, redrive, discard', () => {
       entities.map((e) => e.entity),
       [
         ...Object.values(queues),
+        ...waitingQueues,
         ...orderStatusSubscriptions.map((s) => `${topics.orderStatus}/subscriptions/${s}`),
       ],
     );
@@ -357,6 +370,77 @@ describe('dead letters: list, redrive, discard', () => {
       (await deadLettersOf(deps, queues.poison)).some((m) => m.messageId === `stray-${orderId}`),
       'it stays a dead letter',
     );
+  });
+
+  /** Takes the redriven copies of an order off a queue (completes them), so later tests see none. */
+  async function takeCopies(queue: string, orderId: string, count: number) {
+    const receiver = infra.client.createReceiver(queue);
+    try {
+      for (let taken = 0; taken < count;) {
+        const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+        assert.ok(m, `the copy for ${orderId} is in ${queue}`);
+        if (m.correlationId === orderId) {
+          await receiver.completeMessage(m);
+          taken += 1;
+        } else await receiver.abandonMessage(m);
+      }
+    } finally {
+      await receiver.close();
+    }
+  }
+
+  it("a waiting queue's dead letter is listed and redriven to its Agent queue, not back to the waiting queue", async () => {
+    const deps = await withDeadLetters();
+    const orderId = await submitted(deps);
+    const waiting = waitingQueueOf(queues.paymentAgent);
+    const messageId = `waiting-${orderId}`;
+    const sender = infra.client.createSender(waiting);
+    await sender.sendMessages({ messageId, correlationId: orderId, body: { orderId, step: 'payment' } });
+    await sender.close();
+    // Every Agent that pulled it failed before completing it: the broker dead-letters it.
+    assert.equal(await failUntilDeadLettered(waiting, messageId), 10);
+    const listed = (await deadLettersOf(deps, waiting)).find((m) => m.messageId === messageId);
+    assert.ok(listed, 'listed under the waiting queue');
+    assert.equal(listed.reason, 'MaxDeliveryCountExceeded');
+    assert.equal(listed.orderId, orderId);
+
+    const redriven = await call(redriveDeadLetters, deps, 'POST', '/deadletters/redrive', {
+      json: { entity: waiting, sequenceNumbers: [listed.sequenceNumber] },
+    });
+    const [result] = redriven.body.results as Array<Record<string, string>>;
+    assert.equal(result?.status, 'redriven', JSON.stringify(redriven.body));
+    const [copy] = await held(infra, queues.paymentAgent, orderId);
+    assert.ok(copy, 'the copy went to the Agent queue, whose trigger takes it at once');
+    assert.equal(copy.messageId, result!.newMessageId);
+    assert.equal(copy.applicationProperties?.redrivenFrom, waiting);
+    assert.deepEqual(copy.body, { orderId, step: 'payment' });
+    assert.deepEqual(await held(infra, waiting, orderId), [], 'nothing went back to the waiting queue');
+    assert.equal((await deadLettersOf(deps, waiting)).filter((m) => m.messageId === messageId).length, 0);
+    await takeCopies(queues.paymentAgent, orderId, 1);
+  });
+
+  it('a quarantined message that arrived on a waiting queue is redriven to its Agent queue', async () => {
+    const deps = await withDeadLetters();
+    const orderId = await submitted(deps);
+    const waiting = waitingQueueOf(queues.shippingAgent);
+    const messageId = `poison:${waiting}:${orderId}`;
+    await deadLetter(queues.poison, {
+      messageId,
+      correlationId: orderId,
+      body: { orderId },
+      applicationProperties: { [poisonProperties.entity]: waiting },
+    });
+    const listed = (await deadLettersOf(deps, queues.poison)).find((m) => m.messageId === messageId);
+    assert.ok(listed);
+    assert.equal(listed.origin, waiting);
+    const redriven = await call(redriveDeadLetters, deps, 'POST', '/deadletters/redrive', {
+      json: { entity: queues.poison, sequenceNumbers: [listed.sequenceNumber] },
+    });
+    const [result] = redriven.body.results as Array<Record<string, string>>;
+    assert.equal(result?.status, 'redriven', JSON.stringify(redriven.body));
+    assert.equal((await held(infra, queues.shippingAgent, orderId)).length, 1, 'in the Agent queue');
+    assert.deepEqual(await held(infra, waiting, orderId), [], 'not in the waiting queue');
+    await takeCopies(queues.shippingAgent, orderId, 1);
   });
 
   it('refuses bad input with problem+json: unknown entity, too many or malformed sequence numbers, bad top', async () => {

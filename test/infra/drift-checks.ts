@@ -198,12 +198,19 @@ export interface EntityConstants {
    * Scheduler's dispatches (`agentQueue: def.agentQueue`) send to.
    */
   agentQueues?: readonly string[];
+  /**
+   * Every Agent's waiting queue (`waitingQueueOf(agentQueue)`): what an Agent pulls from with its
+   * own receiver (`.pull(waitingQueueOf(`) and sends to (`.send(waitingQueueOf(`).
+   */
+  waitingQueues?: readonly string[];
 }
 
 /** What the app does on Service Bus, read from its sources. */
 export interface AppMessaging {
   /** Queues an app.serviceBusQueue trigger listens on. */
   triggerQueues: string[];
+  /** Queues the app receives from with its own receiver, no trigger (MessageBus.pull sources). */
+  pulledQueues: string[];
   /** `topic/subscription` pairs an app.serviceBusTopic trigger listens on. */
   triggerSubscriptions: string[];
   /** Queues and topics the app sends to (MessageBus.send targets). */
@@ -226,6 +233,12 @@ function blockEnd(text: string, open: number): number {
     }
   }
   return text.length;
+}
+
+/** Whether `index` is in a // comment or on a line of a block comment (a doc comment's `*` line). */
+function inComment(text: string, index: number): boolean {
+  const line = text.slice(text.lastIndexOf('\n', index - 1) + 1, index);
+  return line.includes('//') || /^\s*(\/\*|\*)/.test(line);
 }
 
 /** The value of `key:` in an options object: a string literal or a `queues.x` / `topics.x` constant. */
@@ -260,6 +273,7 @@ export function appMessaging(
 ): { messaging: AppMessaging; problems: string[] } {
   const messaging: AppMessaging = {
     triggerQueues: [],
+    pulledQueues: [],
     triggerSubscriptions: [],
     sendQueues: [],
     sendTopics: [],
@@ -294,6 +308,27 @@ export function appMessaging(
     if (/\bagentQueue:\s*def\.agentQueue\b/.test(f.text)) {
       for (const q of names.agentQueues ?? []) add(messaging.sendQueues, q);
     }
+    // An Agent's waiting queue is named from its own queue, so the call covers every Agent's.
+    for (const m of f.text.matchAll(/\.(pull|send)(?:!|\?\.)?\(\s*waitingQueueOf\(/g)) {
+      if (inComment(f.text, m.index ?? 0)) continue;
+      if (!names.waitingQueues)
+        problems.push(
+          `${f.path}: ${m[1] === 'pull' ? 'pulls from' : 'sends to'} the Agents' waiting queues, but none were given`,
+        );
+      const list = m[1] === 'pull' ? messaging.pulledQueues : messaging.sendQueues;
+      for (const q of names.waitingQueues ?? []) add(list, q);
+    }
+    for (const m of f.text.matchAll(/\.pull(?:!|\?\.)?\(\s*([^,)]*)/g)) {
+      const expr = m[1].trim();
+      if (expr.startsWith('waitingQueueOf(') || inComment(f.text, m.index ?? 0)) continue;
+      const constant = /^queues\.(\w+)$/.exec(expr);
+      const value = constant ? names.queues[constant[1]] : undefined;
+      if (value !== undefined) add(messaging.pulledQueues, value);
+      else
+        problems.push(
+          `${f.path}: cannot resolve the queue of .pull(${expr}) (use waitingQueueOf(...) or a queues.x constant)`,
+        );
+    }
     for (const m of f.text.matchAll(
       /(?:\.send\(|\.createSender\(|\bentity:|\bagent:)\s*(queues|topics)\.(\w+)/g,
     )) {
@@ -308,11 +343,11 @@ export function appMessaging(
 /**
  * Entity names the Bicep names by hand (for RBAC scopes and alerts) live in one `appEntities`
  * block in main.bicep. Each must exist in Config.json. Data Receiver (receivesFromQueues) must
- * be granted on exactly the queues the app's triggers listen on: a missing one fails the trigger's
- * authorisation in Azure, an extra one is more than least privilege. Data Sender
- * (sendsToQueues, sendsToTopics) must cover every entity the app sends to. The app listens on no
- * topic subscription today (order-status/all is for client apps); a topic trigger would need a
- * `receivesFromSubscriptions` entry.
+ * be granted on exactly the queues the app receives from, by a trigger or with its own receiver
+ * (`.pull`): a missing one fails the trigger's or the receiver's authorisation in Azure, an extra
+ * one is more than least privilege. Data Sender (sendsToQueues, sendsToTopics) must cover every
+ * entity the app sends to. The app listens on no topic subscription today (order-status/all is
+ * for client apps); a topic trigger would need a `receivesFromSubscriptions` entry.
  */
 export function checkAppEntities(mainBicep: string, config: EmulatorConfig, app: AppMessaging): string[] {
   const block = valueOf(stripComments(mainBicep), 'appEntities');
@@ -349,9 +384,17 @@ export function checkAppEntities(mainBicep: string, config: EmulatorConfig, app:
         `a trigger listens on queue ${q}, but receivesFromQueues lacks it (no Data Receiver role)`,
       );
   }
+  for (const q of app.pulledQueues) {
+    if (!receives.includes(q))
+      problems.push(
+        `the app pulls from queue ${q} with its own receiver, but receivesFromQueues lacks it (no Data Receiver role)`,
+      );
+  }
   for (const q of receives) {
-    if (!app.triggerQueues.includes(q))
-      problems.push(`receivesFromQueues grants Data Receiver on ${q}, but no trigger listens on it`);
+    if (!app.triggerQueues.includes(q) && !app.pulledQueues.includes(q))
+      problems.push(
+        `receivesFromQueues grants Data Receiver on ${q}, but no trigger listens on it and the app pulls nothing from it`,
+      );
   }
   for (const s of app.triggerSubscriptions) {
     if (!receivesSubs.includes(s))
@@ -852,7 +895,7 @@ export function checkOperatorAuth(f: OperatorAuthFiles): string[] {
  * The operator's dead-letter routes read every dead-letter source the app declares (each queue
  * and each order-status subscription), so main.bicep's appEntities must list exactly those in
  * readsDeadLettersOfQueues / readsDeadLettersOfSubscriptions, pass both to rbac.bicep, and
- * rbac.bicep must grant Data Receiver scoped to each (a queue already received from by a trigger
+ * rbac.bicep must grant Data Receiver scoped to each (a queue the app already receives from
  * keeps its one assignment). A source missing here answers 401 from Service Bus in Azure.
  */
 export function checkDeadLetterAccess(
@@ -904,6 +947,8 @@ export interface DeclaredAgent {
   agent: string;
   /** Its Service Bus queue (agent-{agent}). */
   queue: string;
+  /** The queue its requests wait in for a call slot (agent-{agent}-waiting), if it has one. */
+  waitingQueue?: string;
   /** Its service URL app setting ({AGENT}_SERVICE_URL). */
   urlSetting: string;
   /** The Bicep parameter carrying that URL ({agent}ServiceUrl). */
@@ -938,18 +983,26 @@ export function checkDeclaredSteps(agents: readonly DeclaredAgent[], files: Depl
   const receives = listIn(entities, 'receivesFromQueues');
   const sends = listIn(entities, 'sendsToQueues');
   const example = agents.find((a) => queues.includes(a.queue))?.queue;
+  const waitingExample = agents.find((a) => a.waitingQueue && queues.includes(a.waitingQueue))?.waitingQueue;
   for (const a of agents) {
     const which = `step ${a.step} (Agent ${a.agent})`;
-    if (!queues.includes(a.queue)) {
-      problems.push(
-        `${which}: add queue ${a.queue} to infra/servicebus-emulator/Config.json` +
-          (example ? ` (copy the Properties of ${example})` : ''),
-      );
+    // Its queue, then its waiting queue: each declared, received from and sent to.
+    for (const [queue, like] of [
+      [a.queue, example],
+      [a.waitingQueue, waitingExample],
+    ]) {
+      if (queue === undefined) continue;
+      if (!queues.includes(queue)) {
+        problems.push(
+          `${which}: add queue ${queue} to infra/servicebus-emulator/Config.json` +
+            (like ? ` (copy the Properties of ${like})` : ''),
+        );
+      }
+      if (!receives.includes(queue))
+        problems.push(`${which}: add '${queue}' to appEntities.receivesFromQueues in infra/main.bicep`);
+      if (!sends.includes(queue))
+        problems.push(`${which}: add '${queue}' to appEntities.sendsToQueues in infra/main.bicep`);
     }
-    if (!receives.includes(a.queue))
-      problems.push(`${which}: add '${a.queue}' to appEntities.receivesFromQueues in infra/main.bicep`);
-    if (!sends.includes(a.queue))
-      problems.push(`${which}: add '${a.queue}' to appEntities.sendsToQueues in infra/main.bicep`);
     if (!new RegExp(`^param ${a.urlParam} string\\b`, 'm').test(main))
       problems.push(`${which}: add \`param ${a.urlParam} string\` to infra/main.bicep`);
     if (!new RegExp(`\\n\\s*${a.urlParam}:\\s*${a.urlParam}\\b`).test(main))
@@ -968,7 +1021,9 @@ export function checkDeclaredSteps(agents: readonly DeclaredAgent[], files: Depl
     if (!(a.urlSetting in files.local.Values))
       problems.push(`${which}: add ${a.urlSetting} to local.settings.sample.json Values`);
   }
-  const declaredQueues = new Set(agents.map((a) => a.queue));
+  const declaredQueues = new Set(
+    agents.flatMap((a) => (a.waitingQueue ? [a.queue, a.waitingQueue] : [a.queue])),
+  );
   for (const q of queues) {
     if (q.startsWith('agent-') && !declaredQueues.has(q))
       problems.push(`Config.json declares queue ${q}, but no declared step's Agent listens on it: remove it`);

@@ -14,7 +14,10 @@ import {
   orderStatusSubscriptions,
   queues as appQueues,
   topics as appTopics,
+  waitingQueueOf,
+  waitingQueues,
 } from '../../shared/messaging/entities.js';
+import { deadLetterSourceList } from '../../shared/messaging/deadLetters.js';
 import { agentQueueName, orderWorkflow, type StepDeclaration } from '../../shared/domain/index.js';
 import {
   appMessaging,
@@ -42,6 +45,7 @@ import {
   type SourceFile,
 } from './drift-checks.js';
 import { operatorRole } from '../../shared/http/operatorAuth.js';
+import { stringLiterals } from './bicep-text.js';
 
 // Compiled to dist/test/infra; the sources live at the repository root.
 const root = resolve(__dirname, '..', '..', '..');
@@ -77,7 +81,9 @@ const bicep = (path: string): BicepFile => {
 const config = JSON.parse(read(configPath)) as EmulatorConfig;
 const fixture = JSON.parse(read(fixturePath)) as EmulatorConfig;
 const localSettings = JSON.parse(read('local.settings.sample.json')) as LocalSettings;
-const appUses = { queues: Object.values(appQueues), topics: Object.values(appTopics) };
+const appUses = { queues: [...Object.values(appQueues), ...waitingQueues], topics: Object.values(appTopics) };
+/** The queues whose dead letters the operator's routes list (shared/messaging/deadLetters.ts). */
+const deadLetterQueues = deadLetterSourceList.flatMap((s) => (s.kind === 'queue' ? [s.queue] : []));
 // The app's own sources, read as text: its triggers (functions/) and its sends (shared/ too).
 const appSources: SourceFile[] = [...filesUnder('functions', '.ts'), ...filesUnder('shared', '.ts')];
 const declaredAgents = (steps: readonly StepDeclaration[]): DeclaredAgent[] =>
@@ -85,6 +91,7 @@ const declaredAgents = (steps: readonly StepDeclaration[]): DeclaredAgent[] =>
     step: s.name,
     agent: s.agent,
     queue: agentQueueName(s.agent),
+    waitingQueue: waitingQueueOf(agentQueueName(s.agent)),
     urlSetting: serviceUrlSetting(s.agent),
     urlParam: `${camelCase(s.agent)}ServiceUrl`,
   }));
@@ -92,6 +99,7 @@ const entityConstants = {
   queues: appQueues,
   topics: appTopics,
   agentQueues: orderWorkflow.steps.map((s) => s.agentQueue),
+  waitingQueues,
 };
 const app = appMessaging(appSources, entityConstants);
 
@@ -122,6 +130,20 @@ function broken(file: BicepFile, from: string | RegExp, to: string): BicepFile {
   );
   return { path: file.path, text: file.text.replace(from, to) };
 }
+/** A copy of main.bicep whose appEntities list `key` is `edit` of its names (written on one line). */
+function withList(file: BicepFile, key: string, edit: (names: string[]) => string[]): BicepFile {
+  const list = new RegExp(`(\\n\\s*${key}:\\s*)(\\[[^\\]]*\\])`);
+  const m = list.exec(file.text);
+  assert.ok(m, `${key} list in ${file.path}`);
+  const names = edit(stringLiterals(m[2]));
+  return broken(file, list, `$1[${names.map((n) => `'${n}'`).join(', ')}]`);
+}
+const without =
+  (name: string) =>
+  (names: string[]): string[] => {
+    assert.ok(names.includes(name), `${name} is listed`);
+    return names.filter((n) => n !== name);
+  };
 function withFile(files: BicepFile[], changed: BicepFile): BicepFile[] {
   return files.map((f) => (f.path === changed.path ? changed : f));
 }
@@ -159,7 +181,7 @@ test('every queue and topic the app names exists in Config.json', () => {
 /** The operator's dead-letter routes list exactly these; an entity missing here would go unseen. */
 test('the app names every Config.json queue and every order-status subscription (the dead-letter list)', () => {
   const known = entityNames(config);
-  assert.deepEqual([...known.queues].sort(), [...appUses.queues].sort());
+  assert.deepEqual([...known.queues].sort(), [...deadLetterQueues].sort());
   const subscriptionsOf = (c: EmulatorConfig) =>
     entityNames(c)
       .subscriptions.filter((s) => s.startsWith(`${appTopics.orderStatus}/`))
@@ -408,6 +430,86 @@ test("the app's Service Bus triggers and sends are read from its sources", () =>
   ]);
 });
 
+/** An Agent that waits for a call slot in its waiting queue, as shared/agents/ does (issue 26). */
+const waitingAgent: SourceFile = {
+  path: 'shared/agents/waiting.ts',
+  text: [
+    'const next = await deps.bus.pull(waitingQueueOf(queueName), free, 0);',
+    'await deps.bus.send(waitingQueueOf(queueName), [request]);',
+  ].join('\n'),
+};
+
+test("an Agent's own receiver and sends on the waiting queues are read from its sources", () => {
+  const read = appMessaging([waitingAgent], entityConstants);
+  assert.deepEqual(read.problems, []);
+  // Pulled with the app's own receiver, not a trigger: every Agent's waiting queue.
+  assert.deepEqual(read.messaging.triggerQueues, []);
+  assert.deepEqual(read.messaging.pulledQueues, [...waitingQueues]);
+  assert.deepEqual(read.messaging.sendQueues, [...waitingQueues]);
+  // MessageBus.pull is optional: called as pull!( or pull?.( as well.
+  for (const call of ['pull!(', 'pull?.(']) {
+    const asserted: SourceFile = { ...waitingAgent, text: waitingAgent.text.replace('pull(', call) };
+    assert.deepEqual(
+      appMessaging([asserted], entityConstants).messaging.pulledQueues,
+      [...waitingQueues],
+      call,
+    );
+  }
+  const onlySends: SourceFile = { ...waitingAgent, text: waitingAgent.text.split('\n')[1]! };
+  assert.deepEqual(appMessaging([onlySends], entityConstants).messaging.pulledQueues, []);
+  // A pull from a named queue constant, and one the check cannot resolve.
+  const named: SourceFile = { path: 'shared/x.ts', text: 'await bus.pull(queues.poison, 1, 0);' };
+  assert.deepEqual(appMessaging([named], entityConstants).messaging.pulledQueues, [appQueues.poison]);
+  const opaque: SourceFile = { path: 'shared/y.ts', text: 'await bus.pull(someQueue, 1, 0);' };
+  // What a comment says is not a call.
+  const documented: SourceFile = {
+    path: 'shared/z.ts',
+    text: '/**\n * `bus.pull(entity, max)` receives.\n */\n// then bus.pull(waitingQueueOf(q), 1, 0)\n',
+  };
+  assert.deepEqual(appMessaging([documented], entityConstants), {
+    messaging: {
+      triggerQueues: [],
+      pulledQueues: [],
+      triggerSubscriptions: [],
+      sendQueues: [],
+      sendTopics: [],
+    },
+    problems: [],
+  });
+  reports(
+    appMessaging([opaque], entityConstants).problems,
+    /shared\/y\.ts: cannot resolve the queue of \.pull\(someQueue/,
+  );
+  reports(
+    appMessaging([waitingAgent], { queues: appQueues, topics: appTopics }).problems,
+    /pulls from the Agents' waiting queues, but none were given/,
+  );
+});
+
+test('main.bicep grants Data Receiver and Data Sender on every waiting queue an Agent pulls from and sends to', () => {
+  const main = bicep('infra/main.bicep');
+  // The app's sources as they are, plus an Agent that waits in its waiting queue.
+  const withWaiting = appMessaging([...appSources, waitingAgent], entityConstants);
+  assert.deepEqual(withWaiting.problems, []);
+  const m = withWaiting.messaging;
+  assert.deepEqual(checkAppEntities(main.text, config, m), []);
+  for (const q of waitingQueues) {
+    reports(
+      checkAppEntities(withList(main, 'receivesFromQueues', without(q)).text, config, m),
+      new RegExp(`the app pulls from queue ${q} with its own receiver, but receivesFromQueues lacks it`),
+    );
+    reports(
+      checkAppEntities(withList(main, 'sendsToQueues', without(q)).text, config, m),
+      new RegExp(`sends to queue ${q}, but sendsToQueues lacks it`),
+    );
+  }
+  // Nothing pulls from them: a Data Receiver role on a waiting queue is more than least privilege.
+  reports(
+    checkAppEntities(main.text, config, { ...m, pulledQueues: [] }),
+    /grants Data Receiver on agent-payment-waiting, but no trigger listens on it and the app pulls nothing from it/,
+  );
+});
+
 test('main.bicep grants Data Receiver on exactly the triggered queues and Data Sender on every send target', () => {
   const main = bicep('infra/main.bicep');
   const m = app.messaging;
@@ -415,16 +517,12 @@ test('main.bicep grants Data Receiver on exactly the triggered queues and Data S
   // Removing a triggered queue from receivesFromQueues: it is still a send target, so a
   // "receives or sends" check passed it, but its trigger would be refused in Azure.
   reports(
-    checkAppEntities(broken(main, /(receivesFromQueues: \[[^\]]*)'agent-payment', /, '$1').text, config, m),
+    checkAppEntities(withList(main, 'receivesFromQueues', without('agent-payment')).text, config, m),
     /trigger listens on queue agent-payment, but receivesFromQueues lacks it/,
   );
   reports(
     checkAppEntities(
-      broken(
-        main,
-        "receivesFromQueues: ['scheduler',",
-        "receivesFromQueues: ['operator-alerts', 'scheduler',",
-      ).text,
+      withList(main, 'receivesFromQueues', (names) => ['operator-alerts', ...names]).text,
       config,
       m,
     ),
@@ -440,20 +538,11 @@ test('main.bicep grants Data Receiver on exactly the triggered queues and Data S
     /sends to topic order-status, but sendsToTopics lacks it/,
   );
   reports(
-    checkAppEntities(
-      broken(main, "'agent-shipping', 'operator-alerts', 'poison']", "'agent-shipping', 'poison']").text,
-      config,
-      m,
-    ),
+    checkAppEntities(withList(main, 'sendsToQueues', without('operator-alerts')).text, config, m),
     /sends to queue operator-alerts, but sendsToQueues lacks it/,
   );
   reports(
-    checkAppEntities(
-      broken(main, "'agent-shipping', 'operator-alerts', 'poison']", "'agent-shipping', 'operator-alerts']")
-        .text,
-      config,
-      m,
-    ),
+    checkAppEntities(withList(main, 'sendsToQueues', without('poison')).text, config, m),
     /sends to queue poison, but sendsToQueues lacks it/,
   );
   reports(
@@ -474,7 +563,7 @@ test('main.bicep grants Data Receiver on exactly the triggered queues and Data S
   );
   reports(
     checkAppEntities(
-      broken(main, "sendsToQueues: ['scheduler',", "sendsToQueues: ['order-status',").text,
+      withList(main, 'sendsToQueues', (names) => ['order-status', ...names.slice(1)]).text,
       config,
       m,
     ),
@@ -869,7 +958,7 @@ test("the app identity may read and settle every dead-letter source the operator
   const main = bicep('infra/main.bicep');
   const rbac = bicep('infra/app/rbac.bicep');
   const sources = {
-    queues: Object.values(appQueues),
+    queues: deadLetterQueues,
     subscriptions: orderStatusSubscriptions.map((s) => `${appTopics.orderStatus}/${s}`),
   };
   assert.deepEqual(checkDeadLetterAccess(main.text, rbac.text, sources), []);
@@ -938,6 +1027,9 @@ test('every declared step has its Agent queue and service URL setting in Config.
     /step probe-check \(Agent probe\): add queue agent-probe to infra\/servicebus-emulator\/Config\.json \(copy the Properties of agent-inventory\)/,
     /add 'agent-probe' to appEntities\.receivesFromQueues in infra\/main\.bicep/,
     /add 'agent-probe' to appEntities\.sendsToQueues in infra\/main\.bicep/,
+    /add queue agent-probe-waiting to infra\/servicebus-emulator\/Config\.json \(copy the Properties of agent-inventory-waiting\)/,
+    /add 'agent-probe-waiting' to appEntities\.receivesFromQueues in infra\/main\.bicep/,
+    /add 'agent-probe-waiting' to appEntities\.sendsToQueues in infra\/main\.bicep/,
     /add `param probeServiceUrl string` to infra\/main\.bicep/,
     /pass `probeServiceUrl: probeServiceUrl` to the api module in infra\/main\.bicep/,
     /add `param probeServiceUrl string` to infra\/app\/api\.bicep/,
@@ -952,6 +1044,7 @@ test('every declared step has its Agent queue and service URL setting in Config.
   const shrunk = declaredAgents(orderWorkflow.steps.filter((s) => s.name !== 'shipping'));
   assert.deepEqual(checkDeclaredSteps(shrunk, files), [
     "Config.json declares queue agent-shipping, but no declared step's Agent listens on it: remove it",
+    "Config.json declares queue agent-shipping-waiting, but no declared step's Agent listens on it: remove it",
   ]);
   // The settings table of a step names its own setting: a wrong value is caught.
   const api = broken(
