@@ -148,6 +148,9 @@ export async function handleAgentRequest(
         until: new Date(admission.at).toISOString(),
         completeBy: back.completeBy.toISOString(),
       });
+      // A slot free here (the request went behind older ones): this invocation pulls the oldest.
+      if (deps.budget.pulling && deps.budget.nextSlotAt() !== undefined)
+        await pullTurn(deps, queueName, invoked, serveRequest, baseLog);
       return;
     }
   }

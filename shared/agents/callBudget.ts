@@ -122,6 +122,8 @@ export class ServiceCallGate {
   private pulledWaits: Array<{ at: number; ms: number }> = [];
   /** The same from the other instances' reports. */
   private othersPulledWaitMs = 0;
+  /** Another live instance holds a slot with rate (pull mode: this one need not ask). */
+  private othersHoldSlots = false;
   /** Invocations waiting in the line, by line key. */
   private readonly held = new Map<
     string,
@@ -216,7 +218,9 @@ export class ServiceCallGate {
    */
   private admitPulling(request: CallRequestFacts, t: number): CallAdmission {
     const p = this.pacer;
-    if (startableAt(p, t) === t) {
+    // Older requests first: while requests may wait (or a pull loop here is about to take the
+    // free slot) a new one goes behind them, and this invocation pulls the oldest instead.
+    if (startableAt(p, t) === t && this.activeChains === 0 && !this.mayHaveWaiting()) {
       recordStart(p, t);
       this.onStart(request);
       return { kind: 'start' };
@@ -242,7 +246,6 @@ export class ServiceCallGate {
             waitingDueAt(b.book, request.customer, t, {
               spacingMs: spacing,
               share: this.o.customerShare,
-              rate,
             }),
           );
     b.book.push({ at, customer: request.customer });
@@ -650,11 +653,17 @@ export class ServiceCallGate {
       return;
     }
     // Ask for what it was asked, with room to grow; concurrency for the peak plus those that waited for it.
-    const want = {
-      rate: Math.max(1, (counted.asked / seconds) * 1.5),
-      concurrency: Math.max(1, this.peakInFlight + counted.concurrencyWaits),
-      inFlight: this.pacer.inFlight,
-    };
+    // Pull mode: where a slot sits no longer decides which requests it serves (it pulls them), so
+    // an instance without one stands aside while others hold slots: the slots stay with the
+    // holders instead of moving between instances.
+    const standAside = this.o.pull === true && !(this.pacer.concurrency > 0) && this.othersHoldSlots;
+    const want = standAside
+      ? { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }
+      : {
+          rate: Math.max(1, (counted.asked / seconds) * 1.5),
+          concurrency: Math.max(1, this.peakInFlight + counted.concurrencyWaits),
+          inFlight: this.pacer.inFlight,
+        };
     const snap = this.snapshot();
     recordGate(snap, now);
     this.reportedWaiting = snap.waiting;
@@ -714,6 +723,7 @@ export class ServiceCallGate {
     this.othersDueAt = Math.max(0, ...others.map((g) => g.waitDueAt ?? 0));
     this.othersEmptyAt = Math.max(0, ...others.map((g) => g.waitEmptyAt ?? 0));
     this.othersPulledWaitMs = Math.max(0, ...others.map((g) => g.pulledWaitMs ?? 0));
+    this.othersHoldSlots = others.some((g) => g.concurrency > 0 && g.rate > 0);
     this.rateNow = rateInForce(this.o.limits, row, now);
     this.returnSpacing = returnSpacingMs(
       rateInForce(this.o.limits, row, now),

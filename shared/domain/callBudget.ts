@@ -462,22 +462,27 @@ export const waitingRecentMs = 2_000;
 
 /**
  * When a request this instance sends to the service's waiting queue falls due (pull mode, issue
- * 26). Slots take due requests oldest first, so a customer's first few requests (its share of
- * what the rate starts in `waitingRecentMs`) are due at once, and beyond those its requests fall
- * due one `spacingMs` after its previous one: at a little over this instance's part of the rate,
- * so a customer alone still keeps every slot busy, while another customer's requests, due at
- * once, pass its later ones. `book` is this instance's recent bookings, oldest first.
+ * 26). Slots take due requests oldest first, and a request due cannot be passed, so a customer's
+ * requests fall due one after another on its own clock: its first at once, each next one
+ * `spacingMs` after its previous (all instances together: a little over the rate, so a customer
+ * alone keeps every slot busy, and only what is due now stands ahead of a newcomer). While it has
+ * more than its share of what waits here and another customer's requests wait too, the step widens
+ * to the customer's share of the rate, so the others' requests, due at once, pass its later ones. `book` is this instance's recent bookings.
  */
 export function waitingDueAt(
   book: ReadonlyArray<{ at: number; customer: string }>,
   customer: string,
   now: number,
-  o: { spacingMs: number; share: number; rate: number },
+  o: { spacingMs: number; share: number },
 ): number {
-  const own = book.filter((b) => b.customer === customer && b.at > now - waitingRecentMs);
-  const atOnce = Math.max(1, Math.ceil((o.share * o.rate * waitingRecentMs) / 1000));
-  if (o.share >= 1 || own.length < atOnce) return now;
-  return Math.max(now, own[own.length - 1].at + o.spacingMs);
+  const recent = book.filter((b) => b.at > now - waitingRecentMs);
+  const own = recent.filter((b) => b.customer === customer);
+  if (own.length === 0) return now;
+  // Past its share of what waits here, while others wait too: its share of the rate.
+  const othersWait = o.share < 1 && recent.some((b) => b.customer !== customer);
+  const pastShare = own.length >= o.share * recent.length;
+  const step = othersWait && pastShare ? (o.spacingMs * 1.1) / o.share : o.spacingMs;
+  return Math.max(now, own[own.length - 1].at + step);
 }
 
 /**

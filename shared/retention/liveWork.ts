@@ -1,6 +1,6 @@
 import type { ServiceBusClient } from '@azure/service-bus';
 import { ServiceBusQueueBacklog } from '../messaging/backlog.js';
-import { queues } from '../messaging/entities.js';
+import { queues, waitingQueues } from '../messaging/entities.js';
 import { IntakeGauge } from '../messaging/intakeGauge.js';
 
 /** Whether live orders are being worked on or wait: what the purge gives way to. */
@@ -46,11 +46,16 @@ export class QueueLiveWork implements LiveWork {
   }
 }
 
-/** The queues live orders pass through: the Scheduler's (agents' replies too) and each Agent's. */
-export const liveQueues = (): string[] =>
-  Object.entries(queues)
+/**
+ * The queues live orders pass through: the Scheduler's (agents' replies too), each Agent's, and
+ * each Agent's waiting queue (requests waiting for a limited service's call slot).
+ */
+export const liveQueues = (): string[] => [
+  ...Object.entries(queues)
     .filter(([key]) => key === 'scheduler' || key.endsWith('Agent'))
-    .map(([, name]) => name);
+    .map(([, name]) => name),
+  ...waitingQueues,
+];
 
 export function serviceBusLiveWork(client: ServiceBusClient, names: string[] = liveQueues()): QueueLiveWork {
   const sampleMs = names.length * 1000;
