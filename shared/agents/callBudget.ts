@@ -183,7 +183,9 @@ export class ServiceCallGate {
       this.pacer.rate = 0;
       this.pacer.concurrency = 0;
     }
-    if (this.o.pull) return this.admitPulling(request, t);
+    // Only a limited service has slots that pull; an unlimited one's pause (a 429) still sends the
+    // request back to its own queue, due when the pause ends.
+    if (this.pulling) return this.admitPulling(request, t);
     const options = this.lineOptions();
     const key = `${request.key}#${(this.lineSeq += 1)}`;
     const mayHold =
