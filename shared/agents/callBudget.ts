@@ -240,8 +240,9 @@ export class ServiceCallGate {
     const from = Math.max(t, p.pausedUntil);
     const b = this.waitBook;
     b.book = b.book.filter((e) => e.at > t - waitingRecentMs);
+    // A request back from its delay (a customer past its share) served it: due at once now.
     const at =
-      spacing === undefined
+      spacing === undefined || request.waited
         ? from
         : Math.max(
             from,

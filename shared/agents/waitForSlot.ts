@@ -25,6 +25,9 @@ export interface WaitDependencies {
   wantsToken?: (at: number) => boolean;
 }
 
+/** A request due within this goes to the waiting queue at once. */
+const dueAtOnceMs = 50;
+
 export async function sendBackToWait(
   deps: WaitDependencies,
   queueName: string,
@@ -72,7 +75,12 @@ export async function sendBackToWait(
     timeToLiveMs: requestTimeToLiveMs(now, completeBy),
     ...(at > now.getTime() ? { scheduledEnqueueTime: new Date(at) } : {}),
   };
-  if (!deps.pulling) {
+  // Due later (a customer past its share): back to its own queue until then, and into the waiting
+  // queue only when due. Queues deliver by sequence number, given at the send: a request scheduled
+  // into the waiting queue would, once due, go before every request sent there meanwhile, and one
+  // customer's later requests took the others' places (bench: others waited 10.6 s for payment
+  // behind a burst, 1.2 s alone).
+  if (!deps.pulling || at > now.getTime() + dueAtOnceMs) {
     await deps.bus.send(queueName, [waiting]);
     return { completeBy, extended };
   }
