@@ -462,12 +462,11 @@ export const waitingRecentMs = 2_000;
 
 /**
  * When a request this instance sends to the service's waiting queue falls due (pull mode, issue
- * 26). Slots take due requests oldest first, and a request due cannot be passed, so a customer's
- * requests fall due one after another on its own clock: its first at once, each next one
- * `spacingMs` after its previous (all instances together: a little over the rate, so a customer
- * alone keeps every slot busy, and only what is due now stands ahead of a newcomer). While it has
- * more than its share of what waits here and another customer's requests wait too, the step widens
- * to the customer's share of the rate, so the others' requests, due at once, pass its later ones. `book` is this instance's recent bookings.
+ * 26). Slots take due requests oldest first, so a request is due at once, unless its customer
+ * holds more than its share of the requests waiting here while another customer's wait too: then
+ * it falls due a step after the customer's previous one, the step being this instance's part of
+ * the customer's share of the rate, so the others' requests, due at once, go first. A customer
+ * alone is never held back. `book` is this instance's recent bookings, oldest first.
  */
 export function waitingDueAt(
   book: ReadonlyArray<{ at: number; customer: string }>,
@@ -475,14 +474,12 @@ export function waitingDueAt(
   now: number,
   o: { spacingMs: number; share: number },
 ): number {
+  if (o.share >= 1) return now;
   const recent = book.filter((b) => b.at > now - waitingRecentMs);
   const own = recent.filter((b) => b.customer === customer);
-  if (own.length === 0) return now;
-  // Past its share of what waits here, while others wait too: its share of the rate.
-  const othersWait = o.share < 1 && recent.some((b) => b.customer !== customer);
-  const pastShare = own.length >= o.share * recent.length;
-  const step = othersWait && pastShare ? (o.spacingMs * 1.1) / o.share : o.spacingMs;
-  return Math.max(now, own[own.length - 1].at + step);
+  const othersWait = recent.some((b) => b.customer !== customer);
+  if (own.length === 0 || !othersWait || own.length < o.share * recent.length) return now;
+  return Math.max(now, own[own.length - 1].at + (o.spacingMs * 1.1) / o.share);
 }
 
 /**

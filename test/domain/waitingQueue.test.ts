@@ -18,39 +18,41 @@ import {
 describe('waiting queue: when a request falls due', () => {
   const o = { spacingMs: 700, share: 0.25 };
 
-  it("a customer's first request is due at once; its next ones one step apart on its own clock", () => {
+  it('a customer alone is never held back: every request is due at once', () => {
     const book: Array<{ at: number; customer: string }> = [];
-    const due = (c: string, now: number) => {
-      const at = waitingDueAt(book, c, now, o);
-      book.push({ at, customer: c });
-      return at;
-    };
-    assert.equal(due('alone', 1_000), 1_000);
-    assert.equal(due('alone', 1_010), 1_700);
-    assert.equal(due('alone', 1_020), 2_400);
+    for (const now of [1_000, 1_010, 1_020]) {
+      const at = waitingDueAt(book, 'alone', now, o);
+      assert.equal(at, now);
+      book.push({ at, customer: 'alone' });
+    }
   });
 
-  it('while it holds more than its share of what waits and others wait, its step widens to its share', () => {
+  it('while it holds more than its share of what waits and others wait, it falls due a share step after its last', () => {
     const book = [
       { at: 1_000, customer: 'burst' },
-      { at: 1_700, customer: 'burst' },
-      { at: 2_400, customer: 'burst' },
+      { at: 1_010, customer: 'burst' },
+      { at: 1_020, customer: 'burst' },
       { at: 1_100, customer: 'other' },
     ];
-    // Another customer's request is due at once, before the burst's later ones.
+    // Another customer's request is due at once.
     assert.equal(waitingDueAt(book, 'newcomer', 1_200, o), 1_200);
-    const next = waitingDueAt(book, 'burst', 1_200, o);
-    assert.equal(next, 2_400 + (700 * 1.1) / 0.25);
+    assert.equal(waitingDueAt(book, 'burst', 1_200, o), 1_020 + (700 * 1.1) / 0.25);
   });
 
-  it('many customers with a request or two each: none is past its share, nothing is pushed back far', () => {
+  it('many customers with a request or two each: none is past its share, all are due at once', () => {
     const book = Array.from({ length: 20 }, (_, i) => ({ at: 1_000 + i, customer: `c${i}` }));
-    assert.equal(waitingDueAt(book, 'c3', 1_050, o), 1_003 + 700);
+    assert.equal(waitingDueAt(book, 'c3', 1_050, o), 1_050);
   });
 
   it('bookings older than the recent window no longer count', () => {
-    const book = [{ at: 1_000, customer: 'c' }];
-    assert.equal(waitingDueAt(book, 'c', 1_000 + waitingRecentMs + 1, o), 1_000 + waitingRecentMs + 1);
+    const book = [
+      { at: 1_000, customer: 'c' },
+      { at: 1_001, customer: 'c' },
+      { at: 1_002, customer: 'other' },
+    ];
+    assert.ok(waitingDueAt(book, 'c', 1_100, o) > 1_100, 'past its share while others wait');
+    const later = 1_001 + waitingRecentMs + 1;
+    assert.equal(waitingDueAt(book, 'c', later, o), later);
   });
 
   it('share 1: no customer is held back for others', () => {
@@ -59,7 +61,7 @@ describe('waiting queue: when a request falls due', () => {
       { at: 1_700, customer: 'burst' },
       { at: 1_100, customer: 'other' },
     ];
-    assert.equal(waitingDueAt(book, 'burst', 1_200, { spacingMs: 700, share: 1 }), 2_400);
+    assert.equal(waitingDueAt(book, 'burst', 1_200, { spacingMs: 700, share: 1 }), 1_200);
   });
 
   it('all instances together make requests due at 1.1 x the rate; undefined without a rate', () => {
@@ -68,19 +70,24 @@ describe('waiting queue: when a request falls due', () => {
     assert.equal(waitingSpacingMs(Number.POSITIVE_INFINITY, 4), undefined);
   });
 
-  it('a customer alone fills the rate: over any span its requests fall due at least at the rate', () => {
+  it('a customer past its share while others wait gets at most its share of the rate from this instance', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 40 }), (instances, rate) => {
         const spacing = waitingSpacingMs(rate, instances)!;
-        const book: Array<{ at: number; customer: string }> = [];
+        const share = 0.25;
+        const book: Array<{ at: number; customer: string }> = [{ at: 0, customer: 'other' }];
+        let first = Number.NaN;
         let at = 0;
         for (let i = 0; i < 30; i++) {
-          at = waitingDueAt(book, 'alone', 0, { spacingMs: spacing, share: 0.25 });
-          book.push({ at, customer: 'alone' });
+          at = waitingDueAt(book, 'burst', 0, { spacingMs: spacing, share });
+          if (i === 1) first = at;
+          book.push({ at, customer: 'burst' });
+          book.sort((a, b) => a.at - b.at);
+          // Others keep waiting: their requests stay among the recent ones.
+          book.push({ at, customer: 'other' });
         }
-        // 30 on one instance, the same on each of the others: due at instances x 30 / span.
-        const perSecond = (instances * 29) / (at / 1000);
-        return perSecond >= rate;
+        const perSecond = (instances * 28) / ((at - first) / 1000);
+        return perSecond <= share * rate + 1e-9;
       }),
     );
   });
