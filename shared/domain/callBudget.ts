@@ -462,11 +462,12 @@ export const waitingRecentMs = 2_000;
 
 /**
  * When a request this instance sends to the service's waiting queue falls due (pull mode, issue
- * 26). Slots take due requests oldest first, so a request is due at once, unless its customer
- * holds more than its share of the requests waiting here while another customer's wait too: then
- * it falls due a step after the customer's previous one, the step being this instance's part of
- * the customer's share of the rate, so the others' requests, due at once, go first. A customer
- * alone is never held back. `book` is this instance's recent bookings, oldest first.
+ * 26). Slots take due requests oldest first, and a request due cannot be passed. A request is due
+ * at once unless its customer holds its share or more of the requests waiting here: then it falls
+ * due a step after the customer's previous one, `spacingMs` (all instances together: 1.1 x the
+ * rate, so a customer alone still keeps every slot busy, and what arrives later from others is
+ * not behind all of its requests), widened to the customer's share of the rate while another
+ * customer's requests wait here too. `book` is this instance's recent bookings, oldest first.
  */
 export function waitingDueAt(
   book: ReadonlyArray<{ at: number; customer: string }>,
@@ -477,9 +478,10 @@ export function waitingDueAt(
   if (o.share >= 1) return now;
   const recent = book.filter((b) => b.at > now - waitingRecentMs);
   const own = recent.filter((b) => b.customer === customer);
+  if (own.length === 0 || own.length < o.share * recent.length) return now;
   const othersWait = recent.some((b) => b.customer !== customer);
-  if (own.length === 0 || !othersWait || own.length < o.share * recent.length) return now;
-  return Math.max(now, own[own.length - 1].at + (o.spacingMs * 1.1) / o.share);
+  const step = othersWait ? (o.spacingMs * 1.1) / o.share : o.spacingMs;
+  return Math.max(now, own[own.length - 1].at + step);
 }
 
 /**

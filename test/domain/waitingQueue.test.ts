@@ -18,13 +18,31 @@ import {
 describe('waiting queue: when a request falls due', () => {
   const o = { spacingMs: 700, share: 0.25 };
 
-  it('a customer alone is never held back: every request is due at once', () => {
+  it("a customer alone: its first request is due at once, its next ones a step apart on its own clock", () => {
     const book: Array<{ at: number; customer: string }> = [];
-    for (const now of [1_000, 1_010, 1_020]) {
+    const due = (now: number) => {
       const at = waitingDueAt(book, 'alone', now, o);
-      assert.equal(at, now);
       book.push({ at, customer: 'alone' });
-    }
+      return at;
+    };
+    assert.equal(due(1_000), 1_000);
+    assert.equal(due(1_010), 1_700);
+    assert.equal(due(1_020), 2_400);
+  });
+
+  it('a customer alone fills the rate: all instances together make its requests due at 1.1 x the rate', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 40 }), (instances, rate) => {
+        const spacing = waitingSpacingMs(rate, instances)!;
+        const book: Array<{ at: number; customer: string }> = [];
+        let at = 0;
+        for (let i = 0; i < 30; i++) {
+          at = waitingDueAt(book, 'alone', 0, { spacingMs: spacing, share: 0.25 });
+          book.push({ at, customer: 'alone' });
+        }
+        return (instances * 29) / (at / 1000) >= rate;
+      }),
+    );
   });
 
   it('while it holds more than its share of what waits and others wait, it falls due a share step after its last', () => {
