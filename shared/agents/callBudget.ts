@@ -285,10 +285,7 @@ export class ServiceCallGate {
   /** Whether this instance holds a live grant with a slot (it may pull from the waiting queue). */
   holdsSlot(): boolean {
     const now = this.o.clock.now().getTime();
-    return (
-      !this.limited ||
-      (now < this.usableUntil() && this.pacer.rate > 0 && this.pacer.concurrency > 0)
-    );
+    return !this.limited || (now < this.usableUntil() && this.pacer.rate > 0 && this.pacer.concurrency > 0);
   }
 
   /** Until when this instance may start calls on its grant (its renewal may be on the way). */

@@ -56,9 +56,7 @@ export async function pullTurn(
     if (gate.activeChains === 0 && gate.mayHaveWaiting()) await passBaton(deps, queueName, log);
     return;
   }
-  await Promise.all(
-    Array.from({ length: workers }, () => pullLoop(deps, queueName, invoked, serve, log)),
-  );
+  await Promise.all(Array.from({ length: workers }, () => pullLoop(deps, queueName, invoked, serve, log)));
 }
 
 async function pullLoop(
@@ -150,7 +148,12 @@ async function pullWhile(
 }
 
 /** Leaves a pull token for whichever instance can pull next (soon, most likely elsewhere). */
-async function passBaton(deps: AgentDependencies, queueName: string, log: Log, token?: PullToken): Promise<void> {
+async function passBaton(
+  deps: AgentDependencies,
+  queueName: string,
+  log: Log,
+  token?: PullToken,
+): Promise<void> {
   const gate = deps.budget!;
   const now = deps.clock.now().getTime();
   const message = token
@@ -223,7 +226,8 @@ async function servePulled(
     await inSpan(
       `pulled ${deps.service ?? queueName} request`,
       { kind: SpanKind.CONSUMER, attributes: orderAttributes(fields) },
-      () => serve(deps, queueName, { ...request, completeBy: completeBy.toISOString() }, completeBy, requestLog),
+      () =>
+        serve(deps, queueName, { ...request, completeBy: completeBy.toISOString() }, completeBy, requestLog),
     );
     await m.complete();
   } catch (e) {

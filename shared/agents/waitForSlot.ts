@@ -54,8 +54,7 @@ export async function sendBackToWait(
   // before any instance has reported its count (bench: 27 of 116 first waits timed out).
   const slack = deps.pulling ? Math.max(0, startBy - now.getTime()) / 2 : 0;
   const from = Math.max(at, startBy, deps.pulling ? now.getTime() + 2 * windowMs : 0);
-  const completeBy =
-    from + windowMs / 2 + slack > old.getTime() ? new Date(from + windowMs + slack) : old;
+  const completeBy = from + windowMs / 2 + slack > old.getTime() ? new Date(from + windowMs + slack) : old;
   const extended = completeBy.getTime() > old.getTime();
   if (extended) {
     // Before the request goes back: the Supervisor must not time the step out while it waits.

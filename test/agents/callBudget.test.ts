@@ -299,7 +299,13 @@ describe('global call budget', () => {
     const limits = { maxCallsPerSecond: 4, maxConcurrentCalls: 2 };
     const a = gate(service, 'a', limits, 1_000, 60_000, true);
     const b = gate(service, 'b', limits, 1_000, 60_000, true);
-    const request = (n: number) => ({ key: `k${n}`, orderId: `o${n}`, customer: 'c', waited: false, since: Date.now() });
+    const request = (n: number) => ({
+      key: `k${n}`,
+      orderId: `o${n}`,
+      customer: 'c',
+      waited: false,
+      since: Date.now(),
+    });
     assert.equal((await a.admit(request(0))).kind, 'start');
     a.done(10);
     assert.equal((await b.admit(request(1))).kind, 'start');

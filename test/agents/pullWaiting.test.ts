@@ -119,11 +119,18 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
       `the second invocation returned without waiting for the slot (${firstDone - secondDone} ms before the first)`,
     );
     assert.equal(charges(first.idempotencyKey).length, 1);
-    assert.equal(charges(second.idempotencyKey).length, 1, 'the first invocation pulled and called the second');
+    assert.equal(
+      charges(second.idempotencyKey).length,
+      1,
+      'the first invocation pulled and called the second',
+    );
     const at = (key: string) => Date.parse(charges(key)[0].receivedAt);
     const firstAnswered = Date.parse(charges(first.idempotencyKey)[0].answeredAt ?? '');
     const gap = at(second.idempotencyKey) - firstAnswered;
-    assert.ok(gap >= 0, `never two at once: the second reached the service ${-gap} ms before the first was answered`);
+    assert.ok(
+      gap >= 0,
+      `never two at once: the second reached the service ${-gap} ms before the first was answered`,
+    );
     assert.ok(gap < 500, `the second started as the first call's slot freed (${gap} ms after)`);
     const replies = await held(infra, queues.scheduler, second.orderId);
     assert.deepEqual(
@@ -131,7 +138,11 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
       ['waiting', 'succeeded'],
       'complete-by moved out before it waited, and its reply reached the Scheduler',
     );
-    assert.equal((await held(infra, waitingQueue, second.orderId)).length, 0, 'completed in the waiting queue');
+    assert.equal(
+      (await held(infra, waitingQueue, second.orderId)).length,
+      0,
+      'completed in the waiting queue',
+    );
   });
 
   it('a pull token read by an instance with a free slot pulls the waiting request', async () => {
@@ -194,7 +205,9 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     const service = `payment-${randomUUID().slice(0, 8)}`;
     const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const late = { ...request(1_500), waits: 1, waitingSince: new Date().toISOString() };
-    await infra.bus.send(waitingQueue, [{ messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId }]);
+    await infra.bus.send(waitingQueue, [
+      { messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId },
+    ]);
     await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
     const replies = (await held(infra, queues.scheduler, late.orderId)).map((r) => r.body);
     assert.deepEqual(
@@ -210,10 +223,16 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     const service = `payment-${randomUUID().slice(0, 8)}`;
     const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const stale = { ...request(-1_000), waits: 1, waitingSince: new Date().toISOString() };
-    await infra.bus.send(waitingQueue, [{ messageId: `${stale.orderId}:w`, body: stale, correlationId: stale.orderId }]);
+    await infra.bus.send(waitingQueue, [
+      { messageId: `${stale.orderId}:w`, body: stale, correlationId: stale.orderId },
+    ]);
     await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
     assert.equal(charges(stale.idempotencyKey).length, 0);
     assert.equal((await held(infra, waitingQueue, stale.orderId)).length, 0, 'it left the waiting queue');
-    assert.equal((await held(infra, queues.scheduler, stale.orderId)).length, 0, 'no reply: the Supervisor owns it');
+    assert.equal(
+      (await held(infra, queues.scheduler, stale.orderId)).length,
+      0,
+      'no reply: the Supervisor owns it',
+    );
   });
 });

@@ -18,7 +18,7 @@ import {
 describe('waiting queue: when a request falls due', () => {
   const o = { spacingMs: 700, share: 0.25 };
 
-  it("a customer alone: its first request is due at once, its next ones a step apart on its own clock", () => {
+  it('a customer alone: its first request is due at once, its next ones a step apart on its own clock', () => {
     const book: Array<{ at: number; customer: string }> = [];
     const due = (now: number) => {
       const at = waitingDueAt(book, 'alone', now, o);
