@@ -1,6 +1,5 @@
 import type { InvocationContext } from '@azure/functions';
 import {
-  dispatchMessageId,
   meaningOf,
   notStartedReplyId,
   reportsNotStarted,
@@ -32,6 +31,7 @@ import type { ServiceCallGate } from './callBudget.js';
 import { sendBackToWait } from './waitForSlot.js';
 import { onPullToken, pullTurn } from './pullWaiting.js';
 import { isPullToken } from './pullToken.js';
+import { customerOf, requestFields, requestIdOf } from './requestOf.js';
 
 /**
  * An Agent: wraps one remote service. It performs (or undoes) one step before the step's
@@ -81,21 +81,9 @@ export async function handleAgentRequest(
   const parsed = parseMessage(agentRequestSchema, body);
   if (!parsed.ok) return rejectPoison(deps.bus, queueName, context, parsed, body, deps.clock.now(), baseLog);
   const request = parsed.value;
-  const fields = {
-    orderId: request.orderId,
-    step: request.step,
-    attempt: request.attempt,
-    kind: request.kind,
-    run: request.run,
-  };
+  const fields = requestFields(request);
   annotate(fields);
-  const log = baseLog.with({
-    orderId: request.orderId,
-    step: request.step,
-    attempt: request.attempt,
-    kind: request.kind,
-    run: request.run,
-  });
+  const log = baseLog.with(requestFields(request));
   const completeBy = new Date(request.completeBy);
   const deliveryCount = Number(context.triggerMetadata?.deliveryCount ?? 1);
   const margin = startMarginFor(
@@ -125,9 +113,9 @@ export async function handleAgentRequest(
         ? new Date(enqueued)
         : deps.clock.now();
     const admission = await deps.budget.admit({
-      key: dispatchMessageId(request.orderId, request.step, request.attempt, request.kind, request.run),
+      key: requestIdOf(request),
       orderId: request.orderId,
-      customer: typeof request.payload.customerId === 'string' ? request.payload.customerId : '',
+      customer: customerOf(request),
       waited: request.waits !== undefined,
       since: Number.isNaN(since.getTime()) ? deps.clock.now().getTime() : since.getTime(),
       completeBy: completeBy.getTime(),
@@ -171,13 +159,7 @@ export async function serveRequest(
   completeBy: Date,
   log: ReturnType<typeof logger>,
 ): Promise<void> {
-  const fields = {
-    orderId: request.orderId,
-    step: request.step,
-    attempt: request.attempt,
-    kind: request.kind,
-    run: request.run,
-  };
+  const fields = requestFields(request);
   const service = deps.service ?? queueName;
   // Wall time: how long a call takes here, queueing for this process's CPU included.
   const started = Date.now();
@@ -245,13 +227,7 @@ export async function serveRequest(
  * step without spending the failure budget. Its own id: duplicates of the request are absorbed.
  */
 async function reportNotStarted(deps: AgentDependencies, request: AgentRequestMessage): Promise<void> {
-  const requestId = dispatchMessageId(
-    request.orderId,
-    request.step,
-    request.attempt,
-    request.kind,
-    request.run,
-  );
+  const requestId = requestIdOf(request);
   const reply: AgentReplyMessage = {
     ...replyTo(request, 'not-started'),
     error: { message: `the request waited in the Agent's queue past its complete-by ${request.completeBy}` },
@@ -282,13 +258,7 @@ async function passOn(
     });
     return;
   }
-  const requestId = dispatchMessageId(
-    request.orderId,
-    request.step,
-    request.attempt,
-    request.kind,
-    request.run,
-  );
+  const requestId = requestIdOf(request);
   if (verdict.kind === 'stalled') {
     log.warn('remote service unavailable; reporting the step stalled (no compensation)', {
       attempts: result.attempts,

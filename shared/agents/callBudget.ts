@@ -434,14 +434,14 @@ export class ServiceCallGate {
       ...(a.startBy !== undefined ? { startBy: a.startBy, ahead: this.othersWaiting + this.netWaiting } : {}),
     });
     recordCallWait(this.o.service, a.reason);
-    // Short inside a long lease (demand grew): renew now rather than at the lease's end.
-    if (
-      (a.reason === 'rate' || a.reason === 'concurrency') &&
-      this.renewEveryMs > this.o.leaseMs &&
-      t - this.periodStart >= this.o.leaseMs
-    ) {
+    // Short inside a long lease (demand grew): renew now rather than at the lease's end, or, a
+    // lease period after the last renewal, at the latest within one short lease (in pull mode a
+    // request waits once, so no later wait would come to renew: the row, and the operators'
+    // readout, showed nothing waiting for the rest of a 60 s lease).
+    if ((a.reason === 'rate' || a.reason === 'concurrency') && this.renewEveryMs > this.o.leaseMs) {
       this.renewEveryMs = this.o.leaseMs;
-      void this.renew().catch(() => undefined);
+      if (t - this.periodStart >= this.o.leaseMs) void this.renew().catch(() => undefined);
+      else this.renewalFollowsLease();
     }
     if (a.reason === 'concurrency') this.concurrencyWaits += 1;
     this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { dispatchMessageId } from '../domain/index.js';
 import { agentRequestSchema, parseMessage, type AgentRequestMessage } from '../messaging/contracts.js';
 import type { PulledMessage } from '../messaging/bus.js';
 import { waitingQueueOf } from '../messaging/entities.js';
@@ -8,6 +7,7 @@ import { inSpan, orderAttributes, SpanKind } from '../observability/tracing.js';
 import type { AgentDependencies } from './agent.js';
 import { maxTokenHops, pullTokenMessage, type PullToken } from './pullToken.js';
 import { extendCompleteBy } from './waitForSlot.js';
+import { customerOf, requestFields, requestIdOf } from './requestOf.js';
 import { traceCall } from './callTrace.js';
 
 /**
@@ -184,7 +184,7 @@ async function servePulled(
   const since = Date.parse(request.waitingSince ?? '');
   if (Number.isFinite(since)) gate.waitedFor(now.getTime() - since);
   let completeBy = new Date(request.completeBy);
-  const requestLog = log.with({ orderId: request.orderId, step: request.step, attempt: request.attempt });
+  const requestLog = log.with(requestFields(request));
   if (now.getTime() >= completeBy.getTime()) {
     // The Supervisor's timeout owns it now (and may have retried the step already).
     gate.pulled(claimed, undefined);
@@ -198,30 +198,18 @@ async function servePulled(
   if (completeBy.getTime() - now.getTime() < windowMs / 2) {
     // It waited longer than booked: a full window from its start, before it starts.
     completeBy = new Date(now.getTime() + windowMs);
-    const requestId = dispatchMessageId(
-      request.orderId,
-      request.step,
-      request.attempt,
-      request.kind,
-      request.run,
-    );
-    await extendCompleteBy(deps.bus, request, completeBy, `${requestId}:waiting:${request.waits ?? 0}:start`);
+    const id = `${requestIdOf(request)}:waiting:${request.waits ?? 0}:start`;
+    await extendCompleteBy(deps.bus, request, completeBy, id);
   }
   gate.pulled(claimed, {
-    key: dispatchMessageId(request.orderId, request.step, request.attempt, request.kind, request.run),
+    key: requestIdOf(request),
     orderId: request.orderId,
-    customer: typeof request.payload.customerId === 'string' ? request.payload.customerId : '',
+    customer: customerOf(request),
     waited: true,
     since: Date.parse(request.waitingSince ?? '') || now.getTime(),
     completeBy: completeBy.getTime(),
   });
-  const fields = {
-    orderId: request.orderId,
-    step: request.step,
-    attempt: request.attempt,
-    kind: request.kind,
-    run: request.run,
-  };
+  const fields = requestFields(request);
   try {
     await inSpan(
       `pulled ${deps.service ?? queueName} request`,

@@ -1,4 +1,5 @@
-import { dispatchMessageId, requestTimeToLiveMs, type Clock } from '../domain/index.js';
+import { requestTimeToLiveMs, type Clock } from '../domain/index.js';
+import { requestIdOf } from './requestOf.js';
 import { replyTo, type AgentReplyMessage, type AgentRequestMessage } from '../messaging/contracts.js';
 import type { MessageBus } from '../messaging/bus.js';
 import { queues, waitingQueueOf } from '../messaging/entities.js';
@@ -38,13 +39,7 @@ export async function sendBackToWait(
   startBy: number = at,
 ): Promise<{ completeBy: Date; extended: boolean }> {
   const now = deps.clock.now();
-  const requestId = dispatchMessageId(
-    request.orderId,
-    request.step,
-    request.attempt,
-    request.kind,
-    request.run,
-  );
+  const requestId = requestIdOf(request);
   const waits = (request.waits ?? 0) + 1;
   const windowMs = (deps.stepTimeoutSeconds ?? 30) * 1000;
   const old = new Date(request.completeBy);
