@@ -110,7 +110,7 @@ export class ServiceCallGate {
   private readonly desk = newDesk();
   private readonly pacer = this.desk.pacer;
   /** When this instance's requests sent to the waiting queue fall due (the share rule's book). */
-  private readonly waitBook = newDesk().pacer;
+  private waitBook: Array<{ at: number; customer: string }> = [];
   /** Instances with a live grant in the lease row, holders or not. */
   private liveInstances = 1;
   private rateNow = 0;
@@ -238,21 +238,20 @@ export class ServiceCallGate {
     const rate = this.rateNow || (this.o.limits.maxCallsPerSecond ?? 0);
     const spacing = waitingSpacingMs(rate, this.liveInstances);
     const from = Math.max(t, p.pausedUntil);
-    const b = this.waitBook;
-    b.book = b.book.filter((e) => e.at > t - waitingRecentMs);
+    this.waitBook = this.waitBook.filter((e) => e.at > t - waitingRecentMs);
     // A request back from its delay (a customer past its share) served it: due at once now.
     const at =
       spacing === undefined || request.waited
         ? from
         : Math.max(
             from,
-            waitingDueAt(b.book, request.customer, t, {
+            waitingDueAt(this.waitBook, request.customer, t, {
               spacingMs: spacing,
               share: this.o.customerShare,
             }),
           );
-    b.book.push({ at, customer: request.customer });
-    b.book.sort((x, y) => x.at - y.at);
+    this.waitBook.push({ at, customer: request.customer });
+    this.waitBook.sort((x, y) => x.at - y.at);
     const a = { kind: 'wait' as const, at, reason };
     // Behind every request waiting before it: the service's rate drains them (the lease row's
     // count), and no sooner than the requests pulled lately had waited (a count a lease old, or
@@ -280,12 +279,6 @@ export class ServiceCallGate {
   /** How much later an instance without a slot passes a pull token on (most likely elsewhere). */
   passOnMs(): number {
     return Math.min(this.returnSpacing ?? this.o.leaseMs, this.o.leaseMs);
-  }
-
-  /** Whether this instance holds a live grant with a slot (it may pull from the waiting queue). */
-  holdsSlot(): boolean {
-    const now = this.o.clock.now().getTime();
-    return !this.limited || (now < this.usableUntil() && this.pacer.rate > 0 && this.pacer.concurrency > 0);
   }
 
   /** Until when this instance may start calls on its grant (its renewal may be on the way). */

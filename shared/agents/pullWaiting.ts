@@ -68,32 +68,22 @@ async function pullLoop(
 ): Promise<void> {
   const gate = deps.budget!;
   gate.activeChains += 1;
-  const why = await pullUntil(deps, queueName, invoked, serve, log).finally(() => {
+  // A request's reply and its settlement run on while the slot, free once its call ended, pulls
+  // the next: they took 30-100 ms of each slot's cycle (bench, 300 ms calls).
+  const finishing = new Set<Promise<void>>();
+  let why: Awaited<ReturnType<typeof pullWhile>>;
+  try {
+    why = await pullWhile(deps, queueName, invoked, serve, log, finishing);
+  } finally {
+    await Promise.all(finishing);
     gate.activeChains -= 1;
-  });
+  }
   traceCall({ ev: 'pull-end', inst: gate.instance, t: deps.clock.now().getTime(), why });
   if (why !== 'empty' && gate.activeChains === 0 && gate.mayHaveWaiting())
     await passBaton(deps, queueName, log);
 }
 
 /** Pulls and serves waiting requests while a slot is free; says why it stopped. */
-async function pullUntil(
-  deps: AgentDependencies,
-  queueName: string,
-  invoked: number,
-  serve: Serve,
-  log: Log,
-): Promise<'empty' | 'no-slot' | 'rate' | 'time' | 'error'> {
-  // A request's reply and its settlement run on while the slot, free once its call ended, pulls
-  // the next: they took 30-100 ms of each slot's cycle (bench, 300 ms calls).
-  const finishing = new Set<Promise<void>>();
-  try {
-    return await pullWhile(deps, queueName, invoked, serve, log, finishing);
-  } finally {
-    await Promise.all(finishing);
-  }
-}
-
 async function pullWhile(
   deps: AgentDependencies,
   queueName: string,

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startRemoteService, type RunningRemoteService } from '../../local/remoteServices/index.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
@@ -7,7 +6,7 @@ import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
 import { orderRefusals, systemClock } from '../../shared/domain/index.js';
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
 import { queues } from '../../shared/messaging/entities.js';
-import { context, held, newOrder, startInfra, type Infra } from '../app/direct.js';
+import { context, held, paymentRequest, startInfra, type Infra } from '../app/direct.js';
 
 /**
  * What the Agent tells the Scheduler for each kind of answer, against a real demo payment service
@@ -33,24 +32,7 @@ describe('the Agent classifies remote answers', () => {
   });
 
   function request(skus: string[] = ['SKU-1'], windowMs = 4_000): AgentRequestMessage {
-    const order = newOrder(randomUUID(), skus);
-    return {
-      type: 'agent-request',
-      orderId: order.orderId,
-      run: 1,
-      step: 'payment',
-      kind: 'do',
-      action: 'charge',
-      attempt: 1,
-      completeBy: new Date(Date.now() + windowMs).toISOString(),
-      idempotencyKey: `${order.orderId}:payment`,
-      payload: {
-        orderId: order.orderId,
-        customerId: order.customerId,
-        items: order.items,
-        shippingAddress: order.shippingAddress,
-      },
-    };
+    return paymentRequest(windowMs, skus);
   }
 
   async function run(

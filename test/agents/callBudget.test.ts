@@ -9,7 +9,7 @@ import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { CallBudgetTable } from '../../shared/stateStore/callBudgetTable.js';
-import { context, held, newOrder, startInfra, type Infra } from '../app/direct.js';
+import { context, held, paymentRequest, startInfra, type Infra } from '../app/direct.js';
 
 /**
  * The global call budget against Azurite (the ETag-guarded lease row) and, for the Agent, the real
@@ -184,26 +184,8 @@ describe('global call budget', () => {
     resetCircuitBreakers();
     const service = `payment-${randomUUID().slice(0, 8)}`;
     const g = gate(service, 'solo', { maxCallsPerSecond: 0.5, maxConcurrentCalls: 1 }, 1_000);
-    const request = (): AgentRequestMessage => {
-      const order = newOrder(randomUUID());
-      return {
-        type: 'agent-request',
-        orderId: order.orderId,
-        run: 1,
-        step: 'payment',
-        kind: 'do',
-        action: 'charge',
-        attempt: 1,
-        completeBy: new Date(Date.now() + 3_000).toISOString(),
-        idempotencyKey: `${order.orderId}:payment`,
-        payload: {
-          orderId: order.orderId,
-          customerId: order.customerId,
-          items: order.items,
-          shippingAddress: order.shippingAddress,
-        },
-      };
-    };
+    const request = (): AgentRequestMessage => paymentRequest(3_000);
+
     const run = (body: AgentRequestMessage) =>
       handleAgentRequest(
         {

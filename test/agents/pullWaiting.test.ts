@@ -10,7 +10,7 @@ import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
 import { queues, waitingQueueOf } from '../../shared/messaging/entities.js';
 import { CallBudgetTable } from '../../shared/stateStore/callBudgetTable.js';
-import { context, held, newOrder, startInfra, type Infra } from '../app/direct.js';
+import { context, held, paymentRequest, startInfra, type Infra } from '../app/direct.js';
 
 /**
  * Issue 26, "the slot pulls its next request": against the Service Bus emulator (the waiting queue,
@@ -54,26 +54,8 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     gates.push(g);
     return g;
   };
-  const request = (completeInMs = 5_000): AgentRequestMessage => {
-    const order = newOrder(randomUUID());
-    return {
-      type: 'agent-request',
-      orderId: order.orderId,
-      run: 1,
-      step: 'payment',
-      kind: 'do',
-      action: 'charge',
-      attempt: 1,
-      completeBy: new Date(Date.now() + completeInMs).toISOString(),
-      idempotencyKey: `${order.orderId}:payment`,
-      payload: {
-        orderId: order.orderId,
-        customerId: order.customerId,
-        items: order.items,
-        shippingAddress: order.shippingAddress,
-      },
-    };
-  };
+  const request = (completeInMs = 5_000): AgentRequestMessage => paymentRequest(completeInMs);
+
   const run = (service: string, g: ServiceCallGate, body: unknown) =>
     handleAgentRequest(
       {

@@ -15,7 +15,11 @@ import {
   type Policy,
 } from '../../shared/domain/index.js';
 import { ServiceBusMessageBus } from '../../shared/messaging/bus.js';
-import type { AgentReplyMessage, ProcessOrderMessage } from '../../shared/messaging/contracts.js';
+import type {
+  AgentReplyMessage,
+  AgentRequestMessage,
+  ProcessOrderMessage,
+} from '../../shared/messaging/contracts.js';
 import { StateStore, type StoredOrder } from '../../shared/stateStore/index.js';
 import { peekAll } from './helpers.js';
 
@@ -130,6 +134,28 @@ export function newOrder(orderId: string = randomUUID(), skus: string[] = ['SKU-
     shippingAddress: { name: 'A', line1: 'Main St 1', city: 'Berlin', postalCode: '10115', country: 'DE' },
     requestHash: 'h',
     createdAt: new Date(),
+  };
+}
+
+/** A payment Agent's request for a new order, due `windowMs` from now (attempt 1, run 1). */
+export function paymentRequest(windowMs = 4_000, skus: string[] = ['SKU-1']): AgentRequestMessage {
+  const order = newOrder(randomUUID(), skus);
+  return {
+    type: 'agent-request',
+    orderId: order.orderId,
+    run: 1,
+    step: 'payment',
+    kind: 'do',
+    action: 'charge',
+    attempt: 1,
+    completeBy: new Date(Date.now() + windowMs).toISOString(),
+    idempotencyKey: `${order.orderId}:payment`,
+    payload: {
+      orderId: order.orderId,
+      customerId: order.customerId,
+      items: order.items,
+      shippingAddress: order.shippingAddress,
+    },
   };
 }
 
