@@ -34,6 +34,8 @@ const { values } = parseArgs({
     others: { type: 'string', default: '10' },
     'storm-seconds': { type: 'string', default: '6' },
     'latency-ms': { type: 'string', default: '300' },
+    /** CALL_BUDGET_LEASE_SECONDS of every host: how long a share lasts before it is renewed. */
+    'lease-seconds': { type: 'string', default: '1' },
     verbose: { type: 'boolean', default: false },
     /** Trace every gate decision to this file and print where the limit's throughput went. */
     trace: { type: 'string' },
@@ -152,7 +154,7 @@ async function main(): Promise<void> {
     settings: {
       PAYMENT_MAX_CALLS_PER_SECOND: String(rate),
       PAYMENT_MAX_CONCURRENT_CALLS: String(concurrent),
-      CALL_BUDGET_LEASE_SECONDS: '1',
+      CALL_BUDGET_LEASE_SECONDS: values['lease-seconds'],
       STEP_TIMEOUT_SECONDS: '5',
       ...(values.trace ? { CALL_BUDGET_TRACE_FILE: values.trace } : {}),
       ...(values['customer-share'] ? { CALL_BUDGET_CUSTOMER_SHARE: values['customer-share'] } : {}),

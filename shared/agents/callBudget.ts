@@ -8,6 +8,7 @@ import {
   recordStart,
   release,
   restampStart,
+  shareWanted,
   startableAt,
   waitingDueAt,
   waitingRecentMs,
@@ -97,11 +98,14 @@ export const serviceMarginMs = 50;
 
 /**
  * How long past its grant's expiry an instance may still start calls while its renewal is on the
- * way: the renewal timer fires at expiry, and without this a pull loop found no slot for the
- * table round trip every lease period. Safe: every other instance counts the grant as held until
- * grantGraceMs (2 s) past its expiry.
+ * way. The renewal timer fires a lease after the last renewal ended, so the answer comes one or
+ * two table round trips after the expiry: 0.6-1 s under load on the bench's two cores, and with a
+ * 500 ms grace the holder of most of the rate had no slot for part of every lease period.
+ * Renewing earlier instead doubled the writes to the row, and the conflicts made round trips
+ * longer still. Safe: every other instance counts the grant as held until grantGraceMs (2 s) past
+ * its expiry, which is more.
  */
-export const renewingGraceMs = 500;
+export const renewingGraceMs = 1_500;
 
 /** How long a pulled request's wait counts towards the expected wait of those sent after it. */
 export const pulledWaitMemoryMs = 5_000;
@@ -650,11 +654,17 @@ export class ServiceCallGate {
     // an instance without one stands aside while others hold slots: the slots stay with the
     // holders instead of moving between instances.
     const standAside = this.o.pull === true && !(this.pacer.concurrency > 0) && this.othersHoldSlots;
+    const waitingNow = this.o.pull === true && this.mayHaveWaiting();
     const want = standAside
       ? { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }
       : {
-          rate: Math.max(1, (counted.asked / seconds) * 1.5),
-          concurrency: Math.max(1, this.peakInFlight + counted.concurrencyWaits),
+          ...shareWanted({
+            askedPerSecond: counted.asked / seconds,
+            peakInFlight: this.peakInFlight,
+            concurrencyWaits: counted.concurrencyWaits,
+            waiting: waitingNow,
+            holds: { rate: this.pacer.rate, concurrency: this.pacer.concurrency },
+          }),
           inFlight: this.pacer.inFlight,
         };
     const snap = this.snapshot();
@@ -680,6 +690,7 @@ export class ServiceCallGate {
         minMs: this.o.leaseMs,
         maxMs: this.maxLeaseMs,
         startedPerSecond: report.startedPerSecond,
+        waiting: waitingNow,
       });
       leaseMs = next.leaseMs;
       return withGrants(

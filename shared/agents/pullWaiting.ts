@@ -132,6 +132,9 @@ async function pullWhile(
     finishing.add(served);
     current = served;
     void served.finally(() => finishing.delete(served));
+    // Another slot free (granted, or given back, after this loop began): pull for it too, rather
+    // than leave it idle until a call ends.
+    if (gate.freeSlots() > 0) continue;
     await Promise.race([served, freed]);
   }
   return 'time';

@@ -209,7 +209,9 @@ export function renewGrant(
     wantConcurrency: want.concurrency,
     expiresAt: now + leaseMs,
   };
-  if (previous && rate < heldRateOf(previous, now)) {
+  // Held from when the rate dropped, not from each renewal after it: renewals less than a window
+  // apart re-held it for good (4 instances at 20/s: 8 calls/s never free again).
+  if (previous && rate < previous.rate) {
     grant.heldRate = heldRateOf(previous, now);
     grant.heldUntil = now + rateWindowMs;
   } else if (previous?.heldUntil !== undefined && previous.heldUntil > now) {
@@ -241,8 +243,8 @@ function isShort(g: Pick<BudgetGrant, 'rate' | 'concurrency' | 'wantRate' | 'wan
  * renewGrant with a lease that follows demand: while every live grant covers what its instance
  * wants, the grant (cut to what it wants) lasts `callsPerRenewal` of this instance's calls
  * (between `minMs` and `maxMs`); an instance that finds itself short renews early (the adapter);
- * while anyone wants more than it holds (the limit binds), `minMs`, so shares rebalance within
- * one short lease.
+ * while anyone wants more than it holds (the limit binds) or requests wait, `minMs`, so shares
+ * rebalance within one short lease.
  */
 export function renewGrantFor(
   row: BudgetRow,
@@ -250,13 +252,16 @@ export function renewGrantFor(
   want: Want,
   limits: CallLimits,
   now: number,
-  lease: { minMs: number; maxMs: number; startedPerSecond: number },
+  lease: { minMs: number; maxMs: number; startedPerSecond: number; waiting?: boolean },
 ): { row: BudgetRow; grant: BudgetGrant; leaseMs: number } {
   const r = renewGrant(row, instance, want, limits, now, lease.minMs);
   const anyShort = r.row.grants.some((g) => g.expiresAt + grantGraceMs > now && isShort(g));
-  const leaseMs = anyShort
-    ? lease.minMs
-    : renewalIntervalMs(lease.startedPerSecond, lease.minMs, lease.maxMs);
+  // Requests waiting in the service's queue are demand no want shows (in pull mode the instances
+  // they reached stand aside): a long lease cut to the holder's want would strand the rest.
+  const leaseMs =
+    anyShort || lease.waiting
+      ? lease.minMs
+      : renewalIntervalMs(lease.startedPerSecond, lease.minMs, lease.maxMs);
   if (leaseMs === lease.minMs) return { ...r, leaseMs };
   // A long lease holds only what the instance wants: spare capacity held for a minute would be
   // stranded from an instance that starts calling meanwhile (it renews at the short lease).
@@ -583,4 +588,24 @@ function reserve(
   if (i < 0) p.book.push(entry);
   else p.book.splice(i, 0, entry);
   return { kind: 'wait', at: entry.at, reason };
+}
+
+/**
+ * What a slot holder asks for at its renewal: the calls it was asked for per second, with room to
+ * grow, and slots for its peak plus the requests that waited for one. In pull mode, while requests
+ * wait in the service's queue, also more than it holds: its pulls, and so its asks, are capped by
+ * its grant, and asking only for them let a holder's share shrink while the queue was full.
+ */
+export function shareWanted(o: {
+  askedPerSecond: number;
+  peakInFlight: number;
+  concurrencyWaits: number;
+  waiting: boolean;
+  holds: { rate: number; concurrency: number };
+}): { rate: number; concurrency: number } {
+  const grow = (held: number) => (o.waiting ? held + 1 : 0);
+  return {
+    rate: Math.max(1, o.askedPerSecond * 1.5, grow(o.holds.rate)),
+    concurrency: Math.max(1, o.peakInFlight + o.concurrencyWaits, grow(o.holds.concurrency)),
+  };
 }

@@ -105,13 +105,6 @@ describe('global call budget', () => {
     console.log(
       `starts ${starts.length}, busiest 1 s window ${maxWindow}, peak at once ${peak}, steady ${steady.toFixed(1)}/s`,
     );
-    assert.ok(peak <= 8, `at most 8 at once, saw ${peak}`);
-    assert.ok(maxWindow <= 22, `at most 22 in any 1 s window, saw ${maxWindow}`);
-    assert.ok(
-      // Issue 26 asks 90 %: 17.0/s and above 18/s in two runs at 07:20 UTC, so not yet earned.
-      steady >= 0.8 * 20,
-      `throughput near the limit once the shares settled (after 3 s): ${steady.toFixed(1)}/s`,
-    );
     const row = (await table.read(service)).row;
     console.log(
       JSON.stringify(
@@ -121,8 +114,17 @@ describe('global call budget', () => {
           g.concurrency,
           +g.wantRate.toFixed(1),
           g.wantConcurrency,
+          g.heldRate,
+          g.heldUntil === undefined ? undefined : g.heldUntil - Date.now(),
         ]),
       ),
+    );
+    assert.ok(peak <= 8, `at most 8 at once, saw ${peak}`);
+    assert.ok(maxWindow <= 22, `at most 22 in any 1 s window, saw ${maxWindow}`);
+    assert.ok(
+      // Issue 26 asks 90 %: 17.0/s and above 18/s in two runs at 07:20 UTC, so not yet earned.
+      steady >= 0.8 * 20,
+      `throughput near the limit once the shares settled (after 3 s): ${steady.toFixed(1)}/s`,
     );
     assert.ok(row.grants.reduce((a, g) => a + g.rate, 0) <= 20 + 1e-9);
     assert.ok(row.grants.reduce((a, g) => a + g.concurrency, 0) <= 8);
@@ -232,9 +234,16 @@ describe('global call budget', () => {
     // asked for 1.5/s and the instance's grant fell to 1/s for a lease period.
     const service = `svc-${randomUUID().slice(0, 8)}`;
     const slow = Object.create(table) as CallBudgetTable;
+    let updates = 0;
+    let secondBegan: () => void = () => undefined;
+    const duringSecond = new Promise<void>((r) => (secondBegan = r));
+    const written: number[] = [];
     slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
+      if ((updates += 1) === 2) secondBegan();
       await sleep(600);
-      return table.update(...args);
+      const row = await table.update(...args);
+      written.push(row.grants.find((x) => x.instance === 'a')?.wantRate ?? 0);
+      return row;
     };
     const g = new ServiceCallGate({
       service,
@@ -255,20 +264,18 @@ describe('global call budget', () => {
       waited: false,
       since: Date.now(),
     });
-    const t0 = Date.now();
-    // Renewals one lease apart, each writing 600 ms after it began: 0-0.6 s, 1.6-2.2 s, 3.2-3.8 s,
-    // 4.8-5.4 s. Thirty requests arrive during the second; the third must ask for them.
+    // Each renewal writes 600 ms after it began. Thirty requests arrive during the second; the
+    // third must ask for them.
     assert.equal((await g.admit(request(0))).kind, 'start');
     g.done(10);
-    await sleep(t0 + 1_800 - Date.now());
+    await duringSecond;
+    await sleep(100);
     const during = await Promise.all(Array.from({ length: 30 }, (_, i) => g.admit(request(i + 1))));
     for (const a of during) if (a.kind === 'start') g.done(10);
-    await sleep(t0 + 4_400 - Date.now());
-    const mine = (await table.read(service)).row.grants.find((x) => x.instance === 'a');
-    assert.ok(mine, 'a holds a grant');
+    while (written.length < 3) await sleep(50);
     assert.ok(
-      mine.wantRate >= 10,
-      `the third renewal asked for ${mine.wantRate}/s after 30 requests during the second`,
+      written[2] >= 10,
+      `the third renewal asked for ${written[2]}/s after 30 requests during the second (asks: ${written.join(', ')})`,
     );
   });
 
@@ -321,5 +328,46 @@ describe('global call budget', () => {
       if (!mine || mine.expiresAt + renewingGraceMs < Date.now()) lapsed.push(Date.now() - t0);
     }
     assert.deepEqual(lapsed, [], `a's grant lapsed while it worked, at +${lapsed.join(', +')} ms`);
+  });
+
+  it("a slow table round trip does not let a working holder's grant lapse (the renewal grace covers it)", async () => {
+    // Bench trace (issue 26, 4 hosts at 20/s on two cores): a renewal's read-decide-write took
+    // 0.6-1 s, and the next began a lease after the last one ended, so it ended past the grant's
+    // expiry plus the renewal grace: the holder of 18/s had no grant for 5.4 s of 43 s.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const slow = Object.create(table) as CallBudgetTable;
+    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
+      await sleep(600);
+      return table.update(...args);
+    };
+    const g = new ServiceCallGate({
+      service,
+      limits: { maxCallsPerSecond: 20, maxConcurrentCalls: 4 },
+      instance: 'a',
+      leaseMs: 1_000,
+      maxLeaseMs: 1_000,
+      pull: true,
+      customerShare: 1,
+      clock: systemClock,
+      table: slow,
+      minPauseMs: 500,
+    });
+    gates.push(g);
+    assert.equal(
+      (await g.admit({ key: 'k0', orderId: 'o0', customer: 'c', waited: false, since: Date.now() })).kind,
+      'start',
+    );
+    g.done(10);
+    const lapsed: number[] = [];
+    const t0 = Date.now();
+    while (Date.now() - t0 < 5_000) {
+      await sleep(50);
+      const c = g.claim();
+      if (c !== undefined) {
+        g.pulled(c, { key: `k${Date.now()}`, orderId: 'o', customer: 'c', waited: true, since: Date.now() });
+        g.done(10);
+      } else if (g.nextSlotAt() === undefined) lapsed.push(Date.now() - t0);
+    }
+    assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
 });

@@ -142,6 +142,54 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.equal((await held(infra, waitingQueue, waiter.orderId)).length, 0);
   });
 
+  it('one pull loop fills every free slot, not one call at a time', async () => {
+    // Bench trace (issue 26, 5/s and 2 slots over 4 hosts): the holder of 5/s and both slots pulled
+    // one request every 0.32 s (3.1/s) for 20 s. Its only loop waited for its own call to end while
+    // the second slot, freed without a call ending (granted after the loop began), stayed idle.
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = new ServiceCallGate({
+      service,
+      limits: { maxCallsPerSecond: 10, maxConcurrentCalls: 2 },
+      instance: 'solo',
+      leaseMs: 1_000,
+      maxLeaseMs: 1_000,
+      customerShare: 1,
+      clock: systemClock,
+      table,
+      minPauseMs: 500,
+      pull: true,
+    });
+    gates.push(g);
+    const waiters = Array.from({ length: 6 }, () => ({
+      ...request(20_000),
+      waits: 1,
+      waitingSince: new Date().toISOString(),
+    }));
+    await infra.bus.send(
+      waitingQueue,
+      waiters.map((w) => ({ messageId: `${w.orderId}:w`, body: w, correlationId: w.orderId })),
+    );
+    await g.refresh();
+    // One slot is taken when the token arrives, so the token starts one loop.
+    const taken = g.claim();
+    assert.notEqual(taken, undefined, 'the grant has a free slot');
+    const loop = run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
+    await sleep(100);
+    g.pulled(taken!, undefined);
+    await loop;
+    const calls = waiters.map((w) => charges(w.idempotencyKey));
+    assert.deepEqual(
+      calls.map((c) => c.length),
+      [1, 1, 1, 1, 1, 1],
+      'each waiting request called once',
+    );
+    const spans = calls.map((c) => [Date.parse(c[0].receivedAt), Date.parse(c[0].answeredAt ?? '')]);
+    const mostAtOnce = Math.max(...spans.map(([s]) => spans.filter(([a, b]) => a <= s && s < b).length));
+    assert.equal(mostAtOnce, 2, 'the loop used both slots');
+  });
+
   it('a token read without a slot passes on while requests may wait; one past the last hop is dropped', async () => {
     resetCircuitBreakers();
     await drainQueue(queues.paymentAgent);

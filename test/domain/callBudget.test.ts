@@ -88,6 +88,24 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.ok(b.grant.rate >= 6 && Number.isInteger(b.grant.rate), `b: ${b.grant.rate}`);
   });
 
+  it('rate given back is held one window after the drop, however often its instance renews', () => {
+    // Agent test (issue 26): renewals less than a window apart re-held the rate given back at
+    // each renewal, so it was never free again: 8 of 20 calls/s stayed unused for good.
+    const want = { rate: 50, concurrency: 1 };
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', want, limits, 0, leaseMs).row;
+    const first = renewGrant(row, 'b', want, limits, 100, leaseMs);
+    assert.equal(first.grant.rate, 0, 'a holds all 20 until it renews');
+    row = renewGrant(first.row, 'a', want, limits, 500, leaseMs).row;
+    assert.equal(row.grants.find((g) => g.instance === 'a')?.rate, 10, 'a gives 10 back at 500 ms');
+    for (let t = 800; t <= 3_000; t += 300) row = renewGrant(row, 'a', want, limits, t, leaseMs).row;
+    const b = renewGrant(row, 'b', want, limits, 3_050, leaseMs);
+    assert.equal(
+      b.grant.rate,
+      10,
+      `what a gave back at 500 ms is free by 1.5 s: b got ${b.grant.rate} at 3 s`,
+    );
+  });
+
   it('fewer slots than instances: the slots stay in use (none is left idle by every renewer)', () => {
     let row: BudgetRow = { ...emptyBudgetRow };
     const want = { rate: 5, concurrency: 3 };
@@ -236,6 +254,21 @@ describe('call budget: the lease follows demand (cost per call, not per instance
     assert.deepEqual([b.grant.rate, b.grant.concurrency], [18, 7]);
     const again = renewGrantFor(b.row, 'a', { rate: 2, concurrency: 1 }, limits, 200, lease);
     assert.equal(again.leaseMs, 5_000, 'a renews at the short lease while b is short');
+  });
+
+  it('no long lease while requests wait in the waiting queue, even if every grant covers its want', () => {
+    // Bench (issue 26, pull mode, 5/s over 4 hosts): the lone holder's want fell to 3/s and 1 slot
+    // while the others stood aside with their requests in the waiting queue; nobody was short, so
+    // it got a 25 s lease of 3/s and 1 slot, and 2/s and a slot stayed unused for 25 s.
+    const lease = { minMs: 1_000, maxMs: 60_000, startedPerSecond: 3 };
+    const calm = renewGrantFor({ ...emptyBudgetRow }, 'a', { rate: 3, concurrency: 1 }, limits, 0, lease);
+    assert.ok(calm.leaseMs > 1_000, 'nothing waits: the lease follows demand');
+    const busy = renewGrantFor({ ...emptyBudgetRow }, 'a', { rate: 3, concurrency: 1 }, limits, 0, {
+      ...lease,
+      waiting: true,
+    });
+    assert.equal(busy.leaseMs, 1_000);
+    assert.deepEqual([busy.grant.rate, busy.grant.concurrency], [20, 8], 'not cut to its want either');
   });
 });
 

@@ -5,6 +5,7 @@ import {
   newPacer,
   recordStart,
   restampStart,
+  shareWanted,
   startableAt,
   waitingDueAt,
   waitingRecentMs,
@@ -160,6 +161,55 @@ describe('waiting queue: a claimed slot', () => {
           }
           final.sort((a, b) => a - b);
           return final.every((s) => final.filter((u) => u >= s && u < s + 1_000).length <= rate);
+        },
+      ),
+    );
+  });
+});
+
+describe('waiting queue: what a slot holder asks for', () => {
+  const quiet = { askedPerSecond: 2, peakInFlight: 1, concurrencyWaits: 0 };
+
+  it('nothing waits: what it was asked, with room to grow', () => {
+    assert.deepEqual(shareWanted({ ...quiet, waiting: false, holds: { rate: 3, concurrency: 1 } }), {
+      rate: 3,
+      concurrency: 1,
+    });
+  });
+
+  it('requests wait: more than it holds, however little it was asked (its own pulls are capped by its grant)', () => {
+    // Bench (issue 26, 5/s over 4 hosts): a holder's asks followed its pulls, its pulls followed its
+    // grant, and its grant followed its asks: it fell from 4/s to 2/s while requests waited.
+    assert.deepEqual(shareWanted({ ...quiet, waiting: true, holds: { rate: 3, concurrency: 1 } }), {
+      rate: 4,
+      concurrency: 2,
+    });
+    assert.deepEqual(shareWanted({ ...quiet, waiting: true, holds: { rate: 0, concurrency: 0 } }), {
+      rate: 3,
+      concurrency: 1,
+    });
+  });
+
+  it('never less than one call a second and one slot', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 100, noNaN: true }),
+        fc.nat(10),
+        fc.nat(10),
+        fc.boolean(),
+        fc.nat(20),
+        fc.nat(8),
+        (asked, peak, waits, waiting, rate, concurrency) => {
+          const w = shareWanted({
+            askedPerSecond: asked,
+            peakInFlight: peak,
+            concurrencyWaits: waits,
+            waiting,
+            holds: { rate, concurrency },
+          });
+          return (
+            w.rate >= 1 && w.concurrency >= 1 && (!waiting || (w.rate > rate && w.concurrency > concurrency))
+          );
         },
       ),
     );
