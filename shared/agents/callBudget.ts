@@ -173,7 +173,7 @@ export class ServiceCallGate {
     const now = this.o.clock.now().getTime();
     this.lastActivity = now;
     this.asked += 1;
-    if (now >= this.grantExpiresAt) {
+    if (now >= this.usableUntil()) {
       await this.renew().catch((e: unknown) =>
         this.o.log?.warn('could not renew the call budget lease', {
           service: this.o.service,
@@ -183,7 +183,9 @@ export class ServiceCallGate {
     }
     this.keepRenewing();
     const t = this.o.clock.now().getTime();
-    if (this.limited && t >= this.grantExpiresAt) {
+    // Within the grace a renewal is on its way (an answer can come back already expired when the
+    // table is slow): the grant still holds.
+    if (this.limited && t >= this.usableUntil()) {
       this.pacer.rate = 0;
       this.pacer.concurrency = 0;
     }
@@ -323,6 +325,9 @@ export class ServiceCallGate {
     this.lastActivity = now;
     return now;
   }
+
+  /** The slots of this instance's last grant (the pacer's drop to 0 when it lapses). */
+  private grantedSlots = 0;
 
   /** Pull loops running in this process's invocations (shared/agents/pullWaiting.ts). */
   activeChains = 0;
@@ -653,7 +658,9 @@ export class ServiceCallGate {
     // Pull mode: where a slot sits no longer decides which requests it serves (it pulls them), so
     // an instance without one stands aside while others hold slots: the slots stay with the
     // holders instead of moving between instances.
-    const standAside = this.o.pull === true && !(this.pacer.concurrency > 0) && this.othersHoldSlots;
+    // A slot its last grant gave it counts even if that grant lapsed meanwhile (a slow table):
+    // giving it up left the slot to an instance without rate (bench: 2 of 5 calls/s unused).
+    const standAside = this.o.pull === true && !(this.grantedSlots > 0) && this.othersHoldSlots;
     const waitingNow = this.o.pull === true && this.mayHaveWaiting();
     const want = standAside
       ? { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }
@@ -711,6 +718,7 @@ export class ServiceCallGate {
     if (!mine) return;
     this.pacer.rate = mine.rate;
     this.pacer.concurrency = mine.concurrency;
+    this.grantedSlots = mine.concurrency;
     traceCall({
       ev: 'grant',
       inst: this.o.instance,

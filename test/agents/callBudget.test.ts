@@ -370,4 +370,73 @@ describe('global call budget', () => {
     }
     assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
+
+  it('a grant answered after its expiry does not make its holder give up its slot', async () => {
+    // Bench trace (issue 26, 5/s over 4 hosts): under load a renewal took 1-5 s, so its answer
+    // came back expired; the next request zeroed the holder's slots, and its next renewal stood
+    // aside (pull mode: an instance without a slot does while others hold slots) and gave the
+    // slot up. Another instance got it without rate; 2 of 5 calls/s went unused for seconds.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 4, maxConcurrentCalls: 2 };
+    // b never stands aside (not in pull mode), so the two share the slots.
+    const b = gate(service, 'b', limits, 1_000, 1_000, false);
+    const slow = Object.create(table) as CallBudgetTable;
+    let slowOn = false;
+    const held: number[] = [];
+    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
+      if (slowOn) await sleep(1_300);
+      const row = await table.update(...args);
+      held.push(row.grants.find((x) => x.instance === 'a')?.concurrency ?? 0);
+      return row;
+    };
+    const a = new ServiceCallGate({
+      service,
+      limits,
+      instance: 'a',
+      leaseMs: 1_000,
+      maxLeaseMs: 1_000,
+      pull: true,
+      customerShare: 1,
+      clock: systemClock,
+      table: slow,
+      minPauseMs: 500,
+    });
+    gates.push(a);
+    const request = (n: number) => ({
+      key: `k${n}`,
+      orderId: `o${n}`,
+      customer: 'c',
+      waited: false,
+      since: Date.now(),
+    });
+    assert.equal((await a.admit(request(0))).kind, 'start');
+    a.done(10);
+    // b asks too; a lease later each holds one of the two slots.
+    let bStarted = false;
+    for (let i = 0; i < 30 && !bStarted; i++) {
+      const r = await b.admit(request(100 + i));
+      if (r.kind === 'start') {
+        b.done(10);
+        bStarted = true;
+      }
+      await sleep(100);
+    }
+    assert.ok(bStarted, 'b holds a slot too');
+    slowOn = true;
+    held.length = 0;
+    const t0 = Date.now();
+    let n = 2;
+    while (Date.now() - t0 < 5_000) {
+      const r = await Promise.race([a.admit(request((n += 1))), sleep(150).then(() => undefined)]);
+      if (r?.kind === 'start') a.done(10);
+      const rb = await b.admit(request((n += 1)));
+      if (rb.kind === 'start') b.done(10);
+      await sleep(100);
+    }
+    assert.ok(held.length >= 2, `renewals of a: ${held.length}`);
+    assert.ok(
+      held.every((c) => c > 0),
+      `a's slots at each renewal: ${held.join(', ')}`,
+    );
+  });
 });
