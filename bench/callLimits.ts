@@ -212,6 +212,7 @@ async function main(): Promise<void> {
       for (const line of traceReport(
         values.trace,
         calls1.map((c) => ({ orderId: (c.key ?? '').split(':')[0], at: c.at, end: c.end })),
+        rate,
       ))
         out(line);
     if (window1 > Math.floor(rate * 1.1)) failures.push(`busiest window ${window1}`);

@@ -36,3 +36,32 @@ export function throughputFigures(
     backlogStarts: last,
   };
 }
+
+/**
+ * Calls per second in the whole seconds (from the first start) that began with at least `rate`
+ * requests at the Agents' gates, arrived and not started: seconds a limiter could have filled.
+ * The order-based backlog figure also counts orders still upstream (the Scheduler, inventory),
+ * which on a machine slower than the limit never reach the gate that fast. From the gate trace:
+ * `arrivals` and `starts` map each request to when it first reached a gate and when it started.
+ */
+export function gateBacklogFigure(
+  arrivals: ReadonlyMap<string, number>,
+  starts: ReadonlyMap<string, number>,
+  rate: number,
+): { perSecond: number; seconds: number; starts: number } {
+  const first = Math.min(...starts.values());
+  const last = Math.max(...starts.values());
+  let seconds = 0;
+  let counted = 0;
+  for (let from = first; from <= last; from += 1000) {
+    let waiting = 0;
+    for (const [key, at] of arrivals) {
+      const s = starts.get(key);
+      if (at < from && (s === undefined || s >= from)) waiting += 1;
+    }
+    if (waiting < rate) continue;
+    seconds += 1;
+    for (const s of starts.values()) if (s >= from && s < from + 1000) counted += 1;
+  }
+  return { perSecond: seconds > 0 ? counted / seconds : Number.NaN, seconds, starts: counted };
+}

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { gateBacklogFigure } from './callThroughput.js';
 
 /**
  * Where a limit's throughput goes (issue 26): the gates' trace (shared/agents/callTrace.ts) joined
@@ -30,7 +31,7 @@ const pct = (xs: number[], q: number): number => {
   return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * q))] : Number.NaN;
 };
 
-export function traceReport(file: string, calls: ServiceCall[], step = 'payment'): string[] {
+export function traceReport(file: string, calls: ServiceCall[], rate: number, step = 'payment'): string[] {
   if (!existsSync(file)) return [`trace: no file ${file}`];
   const all = readFileSync(file, 'utf8')
     .split('\n')
@@ -59,6 +60,22 @@ export function traceReport(file: string, calls: ServiceCall[], step = 'payment'
     const g = (grants.get(inst) ?? []).filter((x) => x.t <= t).at(-1);
     return { rate: g?.rate ?? 0, conc: g?.conc ?? 0 };
   };
+
+  // 0. The limit while requests waited at the gates (not upstream of them).
+  const reached = new Map<string, number>();
+  const started = new Map<string, number>();
+  for (const e of mine) {
+    if (!e.key || (e.ev !== 'wait' && e.ev !== 'start')) continue;
+    if (!reached.has(e.key)) reached.set(e.key, e.t);
+    if (e.ev === 'start' && !started.has(e.key)) started.set(e.key, e.t);
+  }
+  if (started.size > 0) {
+    const g = gateBacklogFigure(reached, started, rate);
+    out.push(
+      `trace: limit while at least ${Math.ceil(rate)} requests waited at the gates: ${g.starts} starts in ${g.seconds} s = ` +
+        `${g.perSecond.toFixed(2)}/s (${((100 * g.perSecond) / rate).toFixed(0)} % of ${rate})`,
+    );
+  }
 
   // 1. decision -> service receive
   const lags: number[] = [];

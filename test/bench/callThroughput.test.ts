@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { throughputFigures } from '../../bench/callThroughput.js';
+import { gateBacklogFigure, throughputFigures } from '../../bench/callThroughput.js';
 
 test('the backlog figure stops when fewer than the limit remain unstarted; the whole-run figure keeps the tail', () => {
   // 20 orders at 5/s: 16 starts 200 ms apart while a backlog waits, then a slow tail of 4.
@@ -24,4 +24,25 @@ test('an unfinished run counts the starts it has', () => {
   assert.equal(f.backlogStarts, 3);
   assert.equal(f.backlog, 2);
   assert.equal(f.whole, 2);
+});
+
+test('the gate figure counts only the seconds that began with at least the limit waiting at a gate', () => {
+  // 5/s: 12 requests reach the gate at once and start 4 a second; 3 more arrive one by one later
+  // and start at once (nothing waits then: those seconds are not the limiter's to fill).
+  const arrivals = new Map<string, number>();
+  const starts = new Map<string, number>();
+  for (let i = 0; i < 12; i++) {
+    arrivals.set(`a${i}`, 0);
+    starts.set(`a${i}`, 10 + 250 * i);
+  }
+  for (let i = 0; i < 3; i++) {
+    arrivals.set(`b${i}`, 4_000 + 1_000 * i);
+    starts.set(`b${i}`, 4_000 + 1_000 * i);
+  }
+  const f = gateBacklogFigure(arrivals, starts, 5);
+  // Seconds from 10 ms: [10, 1010) starts 4 with 11 waiting; [1010, 2010) 4 with 8 waiting; then
+  // 4 waiting (< 5) and the arrivals one by one.
+  assert.equal(f.seconds, 2);
+  assert.equal(f.starts, 8);
+  assert.equal(f.perSecond, 4);
 });
