@@ -107,6 +107,9 @@ export const serviceMarginMs = 50;
  */
 export const renewingGraceMs = 1_500;
 
+/** How long an instance seen in the lease row counts towards the share rule's spacing. */
+export const instanceMemoryMs = 60_000;
+
 /** How long a pulled request's wait counts towards the expected wait of those sent after it. */
 export const pulledWaitMemoryMs = 5_000;
 
@@ -115,8 +118,11 @@ export class ServiceCallGate {
   private readonly pacer = this.desk.pacer;
   /** When this instance's requests sent to the waiting queue fall due (the share rule's book). */
   private waitBook: Array<{ at: number; customer: string }> = [];
-  /** Instances with a live grant in the lease row, holders or not. */
-  private liveInstances = 1;
+  /**
+   * Instances seen in the lease row within instanceMemoryMs, with a live grant or not: requests
+   * reach every instance that reads the Agent's queue, including those whose grant lapsed.
+   */
+  private readonly instancesSeen = new Map<string, number>();
   private rateNow = 0;
   /** Pull mode: requests this instance sent to the waiting queue minus those it pulled. */
   private netWaiting = 0;
@@ -242,7 +248,7 @@ export class ServiceCallGate {
             ? 'concurrency'
             : 'rate';
     const rate = this.rateNow || (this.o.limits.maxCallsPerSecond ?? 0);
-    const spacing = waitingSpacingMs(rate, this.liveInstances);
+    const spacing = waitingSpacingMs(rate, this.instancesSeen.size);
     const from = Math.max(t, p.pausedUntil);
     this.waitBook = this.waitBook.filter((e) => e.at > t - waitingRecentMs);
     // A request back from its delay (a customer past its share) served it: due at once now.
@@ -729,7 +735,17 @@ export class ServiceCallGate {
     });
     const now = this.o.clock.now().getTime();
     const live = row.grants.filter((g) => g.expiresAt > now);
-    this.liveInstances = Math.max(1, live.length);
+    // A customer past its share is spaced for every instance its requests may reach: counting
+    // only live grants, an instance whose grant lapsed (a 3 s table round trip at a burst's start)
+    // was not counted, and a burst fell due at about twice the rate.
+    this.instancesSeen.set(this.o.instance, now);
+    for (const g of row.grants)
+      this.instancesSeen.set(
+        g.instance,
+        Math.max(this.instancesSeen.get(g.instance) ?? 0, Math.min(now, g.expiresAt)),
+      );
+    for (const [i, seen] of this.instancesSeen)
+      if (seen < now - instanceMemoryMs) this.instancesSeen.delete(i);
     const others = (live as ReportedGrant[]).filter((g) => g.instance !== this.o.instance);
     this.othersWaiting = others.reduce((n, g) => n + (g.waitingNet ?? 0), 0);
     this.othersDueAt = Math.max(0, ...others.map((g) => g.waitDueAt ?? 0));

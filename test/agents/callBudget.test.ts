@@ -439,4 +439,50 @@ describe('global call budget', () => {
       `a's slots at each renewal: ${held.join(', ')}`,
     );
   });
+
+  it("a customer's requests past its share are spaced for every instance seen lately, not only those with a live grant", async () => {
+    // Bench trace (issue 26, burst of 60 from one customer over 4 hosts): at the burst's start
+    // the table took 3 s to answer, two instances' grants had lapsed, and each instance spaced the
+    // burst for 1-2 instances: the burst fell due at about 11/s against 5/s drained, and others'
+    // requests queued behind it (their payment wait p95 6.6 s against 2.2 s alone).
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 5, maxConcurrentCalls: 1 };
+    const make = (instance: string) => {
+      const g = new ServiceCallGate({
+        service,
+        limits,
+        instance,
+        leaseMs: 1_000,
+        maxLeaseMs: 1_000,
+        pull: true,
+        customerShare: 0.5,
+        clock: systemClock,
+        table,
+        minPauseMs: 500,
+      });
+      gates.push(g);
+      return g;
+    };
+    const a = make('a');
+    const b = make('b');
+    const request = (n: number, customer: string) => ({
+      key: `k${n}`,
+      orderId: `o${n}`,
+      customer,
+      waited: false,
+      since: Date.now(),
+    });
+    assert.equal((await a.admit(request(0, 'x'))).kind, 'start');
+    await b.admit(request(1, 'y'));
+    // b stops renewing; its grant lapses and leaves the row (lease + the 2 s grace).
+    b.close();
+    await sleep(3_500);
+    // a's slot is still busy: x's next requests wait, due a step apart.
+    const first = await a.admit(request(2, 'x'));
+    const second = await a.admit(request(3, 'x'));
+    assert.equal(first.kind, 'wait');
+    assert.equal(second.kind, 'wait');
+    const step = (second as { at: number }).at - (first as { at: number }).at;
+    assert.ok(step >= (2 * 1000) / 5.5 - 5, `x's requests ${step} ms apart: spaced for 2 instances (364 ms)`);
+  });
 });
