@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startRemoteService, type RunningRemoteService } from '../../local/remoteServices/index.js';
 import { handleAgentRequest } from '../../shared/agents/agent.js';
-import { renewingGraceMs, ServiceCallGate } from '../../shared/agents/callBudget.js';
+import { renewingGraceMs, ServiceCallGate, type CallGateOptions } from '../../shared/agents/callBudget.js';
 import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
-import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain/index.js';
+import { orderRefusals, systemClock, type BudgetRow, type CallLimits } from '../../shared/domain/index.js';
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
 import { queues } from '../../shared/messaging/entities.js';
 import { CallBudgetTable } from '../../shared/stateStore/callBudgetTable.js';
@@ -42,6 +42,7 @@ describe('global call budget', () => {
     leaseMs = 1_000,
     maxLeaseMs?: number,
     pull = false,
+    extra: Partial<CallGateOptions> = {},
   ) => {
     const g = new ServiceCallGate({
       service,
@@ -54,9 +55,22 @@ describe('global call budget', () => {
       clock: systemClock,
       table,
       minPauseMs: 500,
+      ...extra,
     });
     gates.push(g);
     return g;
+  };
+  /** The lease table with each read-decide-write taking `delayMs(n)` longer (n counts from 1). */
+  const slowTable = (delayMs: (n: number) => number, written?: (row: BudgetRow) => void) => {
+    const slow = Object.create(table) as CallBudgetTable;
+    let updates = 0;
+    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
+      await sleep(delayMs((updates += 1)));
+      const row = await table.update(...args);
+      written?.(row);
+      return row;
+    };
+    return slow;
   };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -233,30 +247,19 @@ describe('global call budget', () => {
     // next renewal's table round trip, and that renewal's end reset the count, so the one after
     // asked for 1.5/s and the instance's grant fell to 1/s for a lease period.
     const service = `svc-${randomUUID().slice(0, 8)}`;
-    const slow = Object.create(table) as CallBudgetTable;
-    let updates = 0;
     let secondBegan: () => void = () => undefined;
     const duringSecond = new Promise<void>((r) => (secondBegan = r));
     const written: number[] = [];
-    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
-      if ((updates += 1) === 2) secondBegan();
-      await sleep(600);
-      const row = await table.update(...args);
-      written.push(row.grants.find((x) => x.instance === 'a')?.wantRate ?? 0);
-      return row;
-    };
-    const g = new ServiceCallGate({
-      service,
-      limits: { maxCallsPerSecond: 20, maxConcurrentCalls: 100 },
-      instance: 'a',
-      leaseMs: 1_000,
-      maxLeaseMs: 1_000,
-      customerShare: 1,
-      clock: systemClock,
+    const slow = slowTable(
+      (n) => {
+        if (n === 2) secondBegan();
+        return 600;
+      },
+      (row) => written.push(row.grants.find((x) => x.instance === 'a')?.wantRate ?? 0),
+    );
+    const g = gate(service, 'a', { maxCallsPerSecond: 20, maxConcurrentCalls: 100 }, 1_000, 1_000, false, {
       table: slow,
-      minPauseMs: 500,
     });
-    gates.push(g);
     const request = (n: number) => ({
       key: `k${n}`,
       orderId: `o${n}`,
@@ -335,24 +338,9 @@ describe('global call budget', () => {
     // 0.6-1 s, and the next began a lease after the last one ended, so it ended past the grant's
     // expiry plus the renewal grace: the holder of 18/s had no grant for 5.4 s of 43 s.
     const service = `svc-${randomUUID().slice(0, 8)}`;
-    const slow = Object.create(table) as CallBudgetTable;
-    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
-      await sleep(600);
-      return table.update(...args);
-    };
-    const g = new ServiceCallGate({
-      service,
-      limits: { maxCallsPerSecond: 20, maxConcurrentCalls: 4 },
-      instance: 'a',
-      leaseMs: 1_000,
-      maxLeaseMs: 1_000,
-      pull: true,
-      customerShare: 1,
-      clock: systemClock,
-      table: slow,
-      minPauseMs: 500,
+    const g = gate(service, 'a', { maxCallsPerSecond: 20, maxConcurrentCalls: 4 }, 1_000, 1_000, true, {
+      table: slowTable(() => 600),
     });
-    gates.push(g);
     assert.equal(
       (await g.admit({ key: 'k0', orderId: 'o0', customer: 'c', waited: false, since: Date.now() })).kind,
       'start',
@@ -380,28 +368,13 @@ describe('global call budget', () => {
     const limits = { maxCallsPerSecond: 4, maxConcurrentCalls: 2 };
     // b never stands aside (not in pull mode), so the two share the slots.
     const b = gate(service, 'b', limits, 1_000, 1_000, false);
-    const slow = Object.create(table) as CallBudgetTable;
     let slowOn = false;
     const held: number[] = [];
-    slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
-      if (slowOn) await sleep(1_300);
-      const row = await table.update(...args);
-      held.push(row.grants.find((x) => x.instance === 'a')?.concurrency ?? 0);
-      return row;
-    };
-    const a = new ServiceCallGate({
-      service,
-      limits,
-      instance: 'a',
-      leaseMs: 1_000,
-      maxLeaseMs: 1_000,
-      pull: true,
-      customerShare: 1,
-      clock: systemClock,
-      table: slow,
-      minPauseMs: 500,
-    });
-    gates.push(a);
+    const slow = slowTable(
+      () => (slowOn ? 1_300 : 0),
+      (row) => held.push(row.grants.find((x) => x.instance === 'a')?.concurrency ?? 0),
+    );
+    const a = gate(service, 'a', limits, 1_000, 1_000, true, { table: slow });
     const request = (n: number) => ({
       key: `k${n}`,
       orderId: `o${n}`,
@@ -447,22 +420,8 @@ describe('global call budget', () => {
     // requests queued behind it (their payment wait p95 6.6 s against 2.2 s alone).
     const service = `svc-${randomUUID().slice(0, 8)}`;
     const limits = { maxCallsPerSecond: 5, maxConcurrentCalls: 1 };
-    const make = (instance: string) => {
-      const g = new ServiceCallGate({
-        service,
-        limits,
-        instance,
-        leaseMs: 1_000,
-        maxLeaseMs: 1_000,
-        pull: true,
-        customerShare: 0.5,
-        clock: systemClock,
-        table,
-        minPauseMs: 500,
-      });
-      gates.push(g);
-      return g;
-    };
+    const make = (instance: string) =>
+      gate(service, instance, limits, 1_000, 1_000, true, { customerShare: 0.5 });
     const a = make('a');
     const b = make('b');
     const request = (n: number, customer: string) => ({

@@ -39,12 +39,13 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     await infra?.stop();
   });
 
-  const gate = (service: string, instance: string, limits: CallLimits) => {
+  const gate = (service: string, instance: string, limits: CallLimits, maxLeaseMs?: number) => {
     const g = new ServiceCallGate({
       service,
       limits,
       instance,
       leaseMs: 1_000,
+      ...(maxLeaseMs !== undefined ? { maxLeaseMs } : {}),
       customerShare: 1,
       clock: systemClock,
       table,
@@ -149,19 +150,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     resetCircuitBreakers();
     await drainQueue(waitingQueue);
     const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = new ServiceCallGate({
-      service,
-      limits: { maxCallsPerSecond: 10, maxConcurrentCalls: 2 },
-      instance: 'solo',
-      leaseMs: 1_000,
-      maxLeaseMs: 1_000,
-      customerShare: 1,
-      clock: systemClock,
-      table,
-      minPauseMs: 500,
-      pull: true,
-    });
-    gates.push(g);
+    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 2 }, 1_000);
     const waiters = Array.from({ length: 6 }, () => ({
       ...request(20_000),
       waits: 1,
