@@ -73,6 +73,14 @@ describe('global call budget', () => {
     return slow;
   };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+  /** A fresh request of `customer` for a gate, numbered `n`. */
+  const request = (n: number, customer = 'c') => ({
+    key: `k${n}`,
+    orderId: `o${n}`,
+    customer,
+    waited: false,
+    since: Date.now(),
+  });
 
   it('four instances together never start more than the rate nor hold more than the concurrency', async () => {
     const service = `svc-${randomUUID().slice(0, 8)}`;
@@ -260,13 +268,6 @@ describe('global call budget', () => {
     const g = gate(service, 'a', { maxCallsPerSecond: 20, maxConcurrentCalls: 100 }, 1_000, 1_000, false, {
       table: slow,
     });
-    const request = (n: number) => ({
-      key: `k${n}`,
-      orderId: `o${n}`,
-      customer: 'c',
-      waited: false,
-      since: Date.now(),
-    });
     // Each renewal writes 600 ms after it began. Thirty requests arrive during the second; the
     // third must ask for them.
     assert.equal((await g.admit(request(0))).kind, 'start');
@@ -291,13 +292,6 @@ describe('global call budget', () => {
     const limits = { maxCallsPerSecond: 4, maxConcurrentCalls: 2 };
     const a = gate(service, 'a', limits, 1_000, 60_000, true);
     const b = gate(service, 'b', limits, 1_000, 60_000, true);
-    const request = (n: number) => ({
-      key: `k${n}`,
-      orderId: `o${n}`,
-      customer: 'c',
-      waited: false,
-      since: Date.now(),
-    });
     assert.equal((await a.admit(request(0))).kind, 'start');
     a.done(10);
     assert.equal((await b.admit(request(1))).kind, 'start');
@@ -375,13 +369,6 @@ describe('global call budget', () => {
       (row) => held.push(row.grants.find((x) => x.instance === 'a')?.concurrency ?? 0),
     );
     const a = gate(service, 'a', limits, 1_000, 1_000, true, { table: slow });
-    const request = (n: number) => ({
-      key: `k${n}`,
-      orderId: `o${n}`,
-      customer: 'c',
-      waited: false,
-      since: Date.now(),
-    });
     assert.equal((await a.admit(request(0))).kind, 'start');
     a.done(10);
     // b asks too; a lease later each holds one of the two slots.
@@ -424,13 +411,6 @@ describe('global call budget', () => {
       gate(service, instance, limits, 1_000, 1_000, true, { customerShare: 0.5 });
     const a = make('a');
     const b = make('b');
-    const request = (n: number, customer: string) => ({
-      key: `k${n}`,
-      orderId: `o${n}`,
-      customer,
-      waited: false,
-      since: Date.now(),
-    });
     assert.equal((await a.admit(request(0, 'x'))).kind, 'start');
     await b.admit(request(1, 'y'));
     // b stops renewing; its grant lapses and leaves the row (lease + the 2 s grace).
