@@ -83,7 +83,7 @@ export async function handleAgentRequest(
   const request = parsed.value;
   const fields = requestFields(request);
   annotate(fields);
-  const log = baseLog.with(requestFields(request));
+  const log = baseLog.with(fields);
   const completeBy = new Date(request.completeBy);
   const deliveryCount = Number(context.triggerMetadata?.deliveryCount ?? 1);
   const margin = startMarginFor(

@@ -132,7 +132,6 @@ async function pullWhile(
       return 'empty';
     }
     gate.tookWaiting();
-    const freed = gate.slotFreed();
     const served = servePulled(deps, queueName, got[0], claimed, serve, log);
     finishing.add(served);
     current = served;
@@ -140,7 +139,7 @@ async function pullWhile(
     // Another slot free (granted, or given back, after this loop began): pull for it too, rather
     // than leave it idle until a call ends.
     if (gate.freeSlots() > 0) continue;
-    await Promise.race([served, freed]);
+    await Promise.race([served, gate.slotFreed()]);
   }
   return 'time';
 }
@@ -184,7 +183,8 @@ async function servePulled(
   const since = Date.parse(request.waitingSince ?? '');
   if (Number.isFinite(since)) gate.waitedFor(now.getTime() - since);
   let completeBy = new Date(request.completeBy);
-  const requestLog = log.with(requestFields(request));
+  const fields = requestFields(request);
+  const requestLog = log.with(fields);
   if (now.getTime() >= completeBy.getTime()) {
     // The Supervisor's timeout owns it now (and may have retried the step already).
     gate.pulled(claimed, undefined);
@@ -206,10 +206,9 @@ async function servePulled(
     orderId: request.orderId,
     customer: customerOf(request),
     waited: true,
-    since: Date.parse(request.waitingSince ?? '') || now.getTime(),
+    since: Number.isFinite(since) ? since : now.getTime(),
     completeBy: completeBy.getTime(),
   });
-  const fields = requestFields(request);
   try {
     await inSpan(
       `pulled ${deps.service ?? queueName} request`,
