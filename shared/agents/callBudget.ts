@@ -21,6 +21,7 @@ import {
   type CallLimits,
   type Clock,
   type LineOptions,
+  type Want,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
@@ -112,6 +113,9 @@ export const instanceMemoryMs = 60_000;
 
 /** How long a pulled request's wait counts towards the expected wait of those sent after it. */
 export const pulledWaitMemoryMs = 5_000;
+
+/** Calls timed before an instance says what one slot carries (Want.slotRate): one is an outlier. */
+export const minCallsForSlotRate = 5;
 
 export class ServiceCallGate {
   private readonly desk = newDesk();
@@ -337,6 +341,8 @@ export class ServiceCallGate {
 
   /** Pull loops running in this process's invocations (shared/agents/pullWaiting.ts). */
   activeChains = 0;
+  /** A pull loop here reads the next waiting request ahead (shared/agents/pullAhead.ts). */
+  readingAhead = false;
   private lastTokenAt = 0;
 
   /** Epoch ms: the latest due time of a request this instance sent to wait, or last pulled. */
@@ -354,6 +360,15 @@ export class ServiceCallGate {
    */
   mayHaveWaiting(): boolean {
     return Math.max(this.lastDueAt, this.othersDueAt) > Math.max(this.lastEmptyAt, this.othersEmptyAt);
+  }
+
+  /** Whether the other instances' reports in `row` say requests may still wait (see mayHaveWaiting). */
+  private othersReportWaiting(row: BudgetRow, now: number): boolean {
+    const others = (row.grants as ReportedGrant[]).filter(
+      (g) => g.instance !== this.o.instance && g.expiresAt > now,
+    );
+    const due = Math.max(this.lastDueAt, ...others.map((g) => g.waitDueAt ?? 0));
+    return due > Math.max(this.lastEmptyAt, ...others.map((g) => g.waitEmptyAt ?? 0));
   }
 
   /** A pull here found the waiting queue empty. */
@@ -488,6 +503,7 @@ export class ServiceCallGate {
   /** A started call ended (after `ms`). */
   done(ms: number): void {
     release(this.pacer);
+    traceCall({ ev: 'end', inst: this.o.instance, t: this.o.clock.now().getTime(), ms });
     this.durations.push(ms);
     if (this.durations.length > 50) this.durations.shift();
     this.pump();
@@ -667,19 +683,28 @@ export class ServiceCallGate {
     // A slot its last grant gave it counts even if that grant lapsed meanwhile (a slow table):
     // giving it up left the slot to an instance without rate (bench: 2 of 5 calls/s unused).
     const standAside = this.o.pull === true && !(this.grantedSlots > 0) && this.othersHoldSlots;
-    const waitingNow = this.o.pull === true && this.mayHaveWaiting();
-    const want = standAside
-      ? { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }
-      : {
+    // What it wants, from the row as read for this renewal: the others' reports of requests sent
+    // to wait arrive there first (judged from the last renewal's copy, a lone holder asked for
+    // 7/s while 380 requests waited, and took a 7 s ramp to 20/s).
+    const wantIn = (r: BudgetRow, at: number): { want: Want; waiting: boolean } => {
+      const waiting = this.o.pull === true && (this.mayHaveWaiting() || this.othersReportWaiting(r, at));
+      if (standAside) return { want: { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }, waiting };
+      return {
+        want: {
           ...shareWanted({
             askedPerSecond: counted.asked / seconds,
             peakInFlight: this.peakInFlight,
             concurrencyWaits: counted.concurrencyWaits,
-            waiting: waitingNow,
+            waiting,
             holds: { rate: this.pacer.rate, concurrency: this.pacer.concurrency },
+            rateInForce: rateInForce(this.o.limits, r, at),
           }),
           inFlight: this.pacer.inFlight,
-        };
+          ...(this.durations.length >= minCallsForSlotRate ? { slotRate: 1000 / this.typicalCallMs() } : {}),
+        },
+        waiting,
+      };
+    };
     const snap = this.snapshot();
     recordGate(snap, now);
     this.reportedWaiting = snap.waiting;
@@ -699,11 +724,15 @@ export class ServiceCallGate {
     };
     let leaseMs = this.o.leaseMs;
     const row = await table.update(this.o.service, (r) => {
-      const next = renewGrantFor(r, this.o.instance, want, this.o.limits, now, {
+      // Each attempt decides at its own read: a renewal that lost the row to others for seconds
+      // dated its grant from its first read, and it landed expired (staged bench: 7 s).
+      const at = this.o.clock.now().getTime();
+      const { want, waiting } = wantIn(r, at);
+      const next = renewGrantFor(r, this.o.instance, want, this.o.limits, at, {
         minMs: this.o.leaseMs,
         maxMs: this.maxLeaseMs,
         startedPerSecond: report.startedPerSecond,
-        waiting: waitingNow,
+        waiting,
       });
       leaseMs = next.leaseMs;
       return withGrants(

@@ -6,6 +6,7 @@ import type { logger } from '../observability/logger.js';
 import { inSpan, orderAttributes, SpanKind } from '../observability/tracing.js';
 import type { AgentDependencies } from './agent.js';
 import { maxTokenHops, pullTokenMessage, type PullToken } from './pullToken.js';
+import { PullAhead } from './pullAhead.js';
 import { extendCompleteBy } from './waitForSlot.js';
 import { customerOf, requestFields, requestIdOf } from './requestOf.js';
 import { traceCall } from './callTrace.js';
@@ -38,6 +39,8 @@ export const pullForMs = 60_000;
 export const idleWaitMs = 1_000;
 /** A free slot whose rate allows its next start within this waits for it (pacing). */
 const paceWithinMs = 1_000;
+/** No read ahead this close to a loop's end: the request read would only go back to the queue. */
+const readAheadStopMs = 2_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -99,49 +102,58 @@ async function pullWhile(
 ): Promise<'empty' | 'no-slot' | 'rate' | 'time' | 'error'> {
   const gate = deps.budget!;
   const now = () => deps.clock.now().getTime();
+  const read = () => deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs);
+  const ahead = new PullAhead(gate, read);
   let current: Promise<void> | undefined;
-  while (now() - invoked < pullForMs) {
-    const at = gate.nextSlotAt();
-    if (at === undefined) {
-      // Woken by another call's end whose slot someone else took: wait for this loop's own call.
-      if (current && finishing.has(current)) {
-        await current;
+  try {
+    while (now() - invoked < pullForMs) {
+      const at = gate.nextSlotAt();
+      if (at === undefined) {
+        // Woken by another call's end whose slot someone else took: wait for this loop's own call.
+        if (current && finishing.has(current)) {
+          await current;
+          continue;
+        }
+        return 'no-slot';
+      }
+      if (at > now()) {
+        if (at - now() > paceWithinMs) return 'rate';
+        await sleep(at - now());
         continue;
       }
-      return 'no-slot';
+      const claimed = gate.claim();
+      if (claimed === undefined) continue;
+      let got: PulledMessage[];
+      try {
+        const early = await ahead.take();
+        got = early && early.length > 0 ? early : await read();
+      } catch (e) {
+        gate.pulled(claimed, undefined);
+        log.warn('could not read the waiting queue', { error: (e as Error).message });
+        return 'error';
+      }
+      traceCall({ ev: 'pull', inst: gate.instance, t: now(), got: got.length, ms: now() - claimed });
+      if (got.length === 0) {
+        gate.pulled(claimed, undefined);
+        gate.foundEmpty();
+        return 'empty';
+      }
+      gate.tookWaiting();
+      const served = servePulled(deps, queueName, got[0], claimed, serve, log);
+      finishing.add(served);
+      current = served;
+      void served.finally(() => finishing.delete(served));
+      // Another slot free (granted, or given back, after this loop began): pull for it too, rather
+      // than leave it idle until a call ends.
+      if (gate.freeSlots() > 0) continue;
+      // Every slot busy: the next request is read during the calls, for the slot that frees first.
+      if (gate.mayHaveWaiting() && now() - invoked < pullForMs - readAheadStopMs) ahead.start();
+      await Promise.race([served, gate.slotFreed()]);
     }
-    if (at > now()) {
-      if (at - now() > paceWithinMs) return 'rate';
-      await sleep(at - now());
-      continue;
-    }
-    const claimed = gate.claim();
-    if (claimed === undefined) continue;
-    let got: PulledMessage[];
-    try {
-      got = await deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs);
-    } catch (e) {
-      gate.pulled(claimed, undefined);
-      log.warn('could not read the waiting queue', { error: (e as Error).message });
-      return 'error';
-    }
-    traceCall({ ev: 'pull', inst: gate.instance, t: now(), got: got.length, ms: now() - claimed });
-    if (got.length === 0) {
-      gate.pulled(claimed, undefined);
-      gate.foundEmpty();
-      return 'empty';
-    }
-    gate.tookWaiting();
-    const served = servePulled(deps, queueName, got[0], claimed, serve, log);
-    finishing.add(served);
-    current = served;
-    void served.finally(() => finishing.delete(served));
-    // Another slot free (granted, or given back, after this loop began): pull for it too, rather
-    // than leave it idle until a call ends.
-    if (gate.freeSlots() > 0) continue;
-    await Promise.race([served, gate.slotFreed()]);
+    return 'time';
+  } finally {
+    await ahead.giveBack();
   }
-  return 'time';
 }
 
 /** Leaves a pull token for whichever instance can pull next (soon, most likely elsewhere). */

@@ -31,6 +31,8 @@ export interface BudgetGrant {
   /** A rate given back still counts until `heldUntil` (one window). */
   heldRate?: number;
   heldUntil?: number;
+  /** Calls per second one of its slots starts, from its want (see Want.slotRate). */
+  slotRate?: number;
 }
 
 /** The window a rate limit is counted over. */
@@ -137,6 +139,17 @@ export interface Want {
   concurrency: number;
   /** Calls it has in flight now (on slots of its previous grant). */
   inFlight?: number;
+  /**
+   * Calls per second one of its slots starts (1 s over its typical call): it is granted no more
+   * rate than its slots carry. Absent: no such cap.
+   */
+  slotRate?: number;
+}
+
+/** The rate `slots` carry at `slotRate` each, or `rate` if less (no cap when either is unknown). */
+function carried(rate: number, slots: number, slotRate: number | undefined): number {
+  if (!(slotRate !== undefined && slotRate > 0) || !Number.isFinite(slots)) return rate;
+  return Math.min(rate, slots * slotRate);
 }
 
 /**
@@ -173,16 +186,21 @@ export function renewGrant(
     : Number.POSITIVE_INFINITY;
   // Rate is shared only among instances that hold (or are due) a concurrency slot: a rate held
   // where no call can start is lost to the service (bench: 2 slots over 4 hosts left 2-3 of 5
-  // calls/s unused).
-  const callers = others.filter((g, i) => g.concurrency > 0 || concTargets[i + 1] > 0);
+  // calls/s unused). Nor more than those slots start: slots move only as calls end, and a holder
+  // of 1 slot with 9/s beside one of 6 slots with 7/s left 7 of 20 calls/s unused (staged bench).
+  const callers = others
+    .map((g, i) => ({ instance: g.instance, slots: Math.max(g.concurrency, concTargets[i + 1]), g }))
+    .filter((c) => c.slots > 0)
+    .map((c) => ({ instance: c.instance, wantRate: carried(c.g.wantRate, c.slots, c.g.slotRate) }));
   const canCall = concurrency > 0;
-  const everyone = [{ wantRate: canCall ? want.rate : 0, wantConcurrency: want.concurrency }, ...callers];
+  const mine = { instance, wantRate: canCall ? carried(want.rate, concurrency, want.slotRate) : 0 };
+  const everyone = [mine, ...callers];
   const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
   // Whole shares' odd calls go by instance name, the same whoever renews: renewer-first let each
   // renewer keep the odd call, leaving another instance with slots and no rate (2, 2, 1, 0 of 5).
-  const byName = [{ instance, wantRate: everyone[0].wantRate }, ...callers]
-    .map((g) => ({ instance: g.instance, wantRate: g.wantRate }))
-    .sort((a, b) => (a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0));
+  const byName = [...everyone].sort((a, b) =>
+    a.instance < b.instance ? -1 : a.instance > b.instance ? 1 : 0,
+  );
   const rateTarget = canCall
     ? wholeRates
       ? integerShares(
@@ -208,6 +226,7 @@ export function renewGrant(
     wantRate: want.rate,
     wantConcurrency: want.concurrency,
     expiresAt: now + leaseMs,
+    ...(want.slotRate !== undefined ? { slotRate: want.slotRate } : {}),
   };
   // Held from when the rate dropped, not from each renewal after it: renewals less than a window
   // apart re-held it for good (4 instances at 20/s: 8 calls/s never free again).
@@ -594,7 +613,9 @@ function reserve(
  * What a slot holder asks for at its renewal: the calls it was asked for per second, with room to
  * grow, and slots for its peak plus the requests that waited for one. In pull mode, while requests
  * wait in the service's queue, also more than it holds: its pulls, and so its asks, are capped by
- * its grant, and asking only for them let a holder's share shrink while the queue was full.
+ * its grant, and asking only for them let a holder's share shrink while the queue was full. The
+ * rate it asks for then is the whole rate in force: its slots cap what it is granted (renewGrant),
+ * and one call a second more per renewal took 7 s to share 20/s between two holders.
  */
 export function shareWanted(o: {
   askedPerSecond: number;
@@ -602,10 +623,13 @@ export function shareWanted(o: {
   concurrencyWaits: number;
   waiting: boolean;
   holds: { rate: number; concurrency: number };
+  /** The limit's rate in force (Infinity without a rate limit). */
+  rateInForce: number;
 }): { rate: number; concurrency: number } {
   const grow = (held: number) => (o.waiting ? held + 1 : 0);
+  const whole = o.waiting && Number.isFinite(o.rateInForce) ? o.rateInForce : 0;
   return {
-    rate: Math.max(1, o.askedPerSecond * 1.5, grow(o.holds.rate)),
+    rate: Math.max(1, o.askedPerSecond * 1.5, grow(o.holds.rate), whole),
     concurrency: Math.max(1, o.peakInFlight + o.concurrencyWaits, grow(o.holds.concurrency)),
   };
 }

@@ -353,6 +353,33 @@ describe('global call budget', () => {
     assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
 
+  it('a renewal that loses write races grants its lease from the write that lands, not from its first read', async () => {
+    // Staged bench (issue 26, 20/s over 4 hosts): the first holder's renewal lost the row to the
+    // others' renewals for 7 s; its grant was dated from its first read, so it landed expired and
+    // the holder of 20/s and 8 slots had nothing from +2.4 s on.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const raced = Object.create(table) as CallBudgetTable;
+    raced.update = async (name, decide) => {
+      // Three attempts each lose the row to another writer (decided, then the write is refused).
+      for (let i = 0; i < 3; i++) {
+        decide((await table.read(name)).row);
+        await sleep(700);
+      }
+      return table.update(name, decide);
+    };
+    const g = gate(service, 'a', { maxCallsPerSecond: 20, maxConcurrentCalls: 4 }, 1_000, 1_000, true, {
+      table: raced,
+    });
+    const first = await g.admit(request(0));
+    const row = (await table.read(service)).row;
+    const mine = row.grants.find((x) => x.instance === 'a');
+    assert.ok(
+      mine && mine.expiresAt > Date.now() + 500,
+      `the grant landed ${mine ? Date.now() - mine.expiresAt : '?'} ms past its expiry`,
+    );
+    assert.equal(first.kind, 'start', 'the request that waited for the renewal starts on it');
+  });
+
   it('a grant answered after its expiry does not make its holder give up its slot', async () => {
     // Bench trace (issue 26, 5/s over 4 hosts): under load a renewal took 1-5 s, so its answer
     // came back expired; the next request zeroed the holder's slots, and its next renewal stood

@@ -8,6 +8,7 @@ import { resetCircuitBreakers } from '../../shared/agents/circuitBreakers.js';
 import { maxTokenHops, pullTokenMessage } from '../../shared/agents/pullToken.js';
 import { orderRefusals, systemClock, type CallLimits } from '../../shared/domain/index.js';
 import type { AgentRequestMessage } from '../../shared/messaging/contracts.js';
+import type { MessageBus } from '../../shared/messaging/bus.js';
 import { queues, waitingQueueOf } from '../../shared/messaging/entities.js';
 import { CallBudgetTable } from '../../shared/stateStore/callBudgetTable.js';
 import { context, held, paymentRequest, startInfra, type Infra } from '../app/direct.js';
@@ -57,10 +58,10 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   };
   const request = (completeInMs = 5_000): AgentRequestMessage => paymentRequest(completeInMs);
 
-  const run = (service: string, g: ServiceCallGate, body: unknown) =>
+  const run = (service: string, g: ServiceCallGate, body: unknown, bus: MessageBus = infra.bus) =>
     handleAgentRequest(
       {
-        bus: infra.bus,
+        bus,
         clock: systemClock,
         serviceUrl: payment.url,
         refusals: orderRefusals.payment,
@@ -177,6 +178,52 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     const spans = calls.map((c) => [Date.parse(c[0].receivedAt), Date.parse(c[0].answeredAt ?? '')]);
     const mostAtOnce = Math.max(...spans.map(([s]) => spans.filter(([a, b]) => a <= s && s < b).length));
     assert.equal(mostAtOnce, 2, 'the loop used both slots');
+  });
+
+  it('a freed slot starts its next waiting request at once: the read happened during the call', async () => {
+    // Staged bench (issue 26, 20/s and 8 slots over 4 hosts): reading the next waiting request
+    // after a slot freed took 55-84 ms on average, a sixth of every slot's cycle, and throughput
+    // under a concurrency limit is slots / cycle. Here a read takes 250 ms and a call 300 ms.
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    const slowReads: MessageBus = Object.assign(Object.create(infra.bus) as MessageBus, {
+      pull: async (entity: string, max: number, waitMs: number) => {
+        await sleep(250);
+        return infra.bus.pull!(entity, max, waitMs);
+      },
+    });
+    const waiters = Array.from({ length: 5 }, () => ({
+      ...request(20_000),
+      waits: 1,
+      waitingSince: new Date().toISOString(),
+    }));
+    await infra.bus.send(
+      waitingQueue,
+      waiters.map((w) => ({ messageId: `${w.orderId}:w`, body: w, correlationId: w.orderId })),
+    );
+    await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body, slowReads);
+    const calls = waiters.map((w) => charges(w.idempotencyKey));
+    assert.deepEqual(
+      calls.map((c) => c.length),
+      [1, 1, 1, 1, 1],
+      'each waiting request called once',
+    );
+    const spans = calls
+      .map((c) => [Date.parse(c[0].receivedAt), Date.parse(c[0].answeredAt ?? '')])
+      .sort((a, b) => a[0] - b[0]);
+    const gaps = spans.slice(1).map(([s], i) => s - spans[i][1]);
+    assert.ok(
+      gaps.every((gap) => gap >= 0),
+      `never two at once on one slot: ${gaps.join(', ')} ms from an answer to the next call`,
+    );
+    const sorted = [...gaps].sort((a, b) => a - b);
+    assert.ok(
+      sorted[Math.floor(sorted.length / 2)] < 150,
+      `the slot idled while the next request was read: ${gaps.join(', ')} ms from an answer to the next call`,
+    );
+    assert.equal((await held(infra, waitingQueue, waiters[0].orderId)).length, 0, 'nothing left behind');
   });
 
   it('a token read without a slot passes on while requests may wait; one past the last hop is dropped', async () => {

@@ -143,6 +143,30 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(sum(row.grants.filter((g) => g.concurrency > 0).map((g) => g.rate)), 5, grants);
   });
 
+  it('rate goes to the slots that can carry it: no instance holds more than its slots can start', () => {
+    // Staged bench (issue 26, 20/s and 8 slots, 300 ms calls, a slot starts about 2.5 calls/s):
+    // a holder of 1 slot held 9/s while the holder of 6 slots had 7/s, and 7 of 20 calls/s went
+    // unused. Slots move only as calls end, so the rate must follow them.
+    const a = { rate: 20, concurrency: 6, slotRate: 2.5 };
+    const b = { rate: 20, concurrency: 2, slotRate: 2.5 };
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', a, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', b, limits, 10, leaseMs).row;
+    for (let t = 2_000; t <= 6_000; t += 2_000) {
+      row = renewGrant(row, 'a', { ...a, inFlight: 6 }, limits, t, leaseMs).row;
+      row = renewGrant(row, 'b', { ...b, inFlight: 2 }, limits, t + 10, leaseMs).row;
+    }
+    const grants = row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
+    assert.equal(grants, 'a:15/6 b:5/2', 'each gets what its slots carry (6 x 2.5 and 2 x 2.5)');
+    // What no instance's slots can carry still goes out in full: a cap moves rate, never loses it.
+    let slow = renewGrant({ ...emptyBudgetRow }, 'a', { ...a, slotRate: 1 }, limits, 0, leaseMs).row;
+    slow = renewGrant(slow, 'b', { ...b, slotRate: 1 }, limits, 10, leaseMs).row;
+    for (let t = 2_000; t <= 6_000; t += 2_000) {
+      slow = renewGrant(slow, 'a', { ...a, slotRate: 1, inFlight: 6 }, limits, t, leaseMs).row;
+      slow = renewGrant(slow, 'b', { ...b, slotRate: 1, inFlight: 2 }, limits, t + 10, leaseMs).row;
+    }
+    assert.equal(sum(slow.grants.map((g) => g.rate)), 20);
+  });
+
   it('every instance holding a slot gets a whole call per second when the rate allows one each', () => {
     // Simulation (4 instances, 5 calls/s, 8 at once): each renewer took the odd call for itself
     // and kept it, leaving one instance with two slots and no rate (2/2, 2/2, 1/2, 0/2).

@@ -168,7 +168,7 @@ describe('waiting queue: a claimed slot', () => {
 });
 
 describe('waiting queue: what a slot holder asks for', () => {
-  const quiet = { askedPerSecond: 2, peakInFlight: 1, concurrencyWaits: 0 };
+  const quiet = { askedPerSecond: 2, peakInFlight: 1, concurrencyWaits: 0, rateInForce: 20 };
 
   it('nothing waits: what it was asked, with room to grow', () => {
     assert.deepEqual(shareWanted({ ...quiet, waiting: false, holds: { rate: 3, concurrency: 1 } }), {
@@ -180,14 +180,24 @@ describe('waiting queue: what a slot holder asks for', () => {
   it('requests wait: more than it holds, however little it was asked (its own pulls are capped by its grant)', () => {
     // Bench (issue 26, 5/s over 4 hosts): a holder's asks followed its pulls, its pulls followed its
     // grant, and its grant followed its asks: it fell from 4/s to 2/s while requests waited.
-    assert.deepEqual(shareWanted({ ...quiet, waiting: true, holds: { rate: 3, concurrency: 1 } }), {
-      rate: 4,
-      concurrency: 2,
+    assert.deepEqual(
+      shareWanted({ ...quiet, rateInForce: Infinity, waiting: true, holds: { rate: 3, concurrency: 1 } }),
+      { rate: 4, concurrency: 2 },
+    );
+    assert.deepEqual(
+      shareWanted({ ...quiet, rateInForce: Infinity, waiting: true, holds: { rate: 0, concurrency: 0 } }),
+      { rate: 3, concurrency: 1 },
+    );
+  });
+
+  it('requests wait: the whole rate in force (its slots cap what it is granted), not one call a second more per renewal', () => {
+    // Staged bench (issue 26, 20/s and 8 slots over 4 hosts): a second holder's rate grew 0, 1, 1,
+    // 1, 6, 9 over its first six renewals while 380 requests waited; the first 7 s ran at 10/s.
+    assert.deepEqual(shareWanted({ ...quiet, waiting: true, holds: { rate: 1, concurrency: 2 } }), {
+      rate: 20,
+      concurrency: 3,
     });
-    assert.deepEqual(shareWanted({ ...quiet, waiting: true, holds: { rate: 0, concurrency: 0 } }), {
-      rate: 3,
-      concurrency: 1,
-    });
+    assert.deepEqual(shareWanted({ ...quiet, waiting: false, holds: { rate: 1, concurrency: 2 } }).rate, 3);
   });
 
   it('never less than one call a second and one slot', () => {
@@ -206,6 +216,7 @@ describe('waiting queue: what a slot holder asks for', () => {
             concurrencyWaits: waits,
             waiting,
             holds: { rate, concurrency },
+            rateInForce: 20,
           });
           return (
             w.rate >= 1 && w.concurrency >= 1 && (!waiting || (w.rate > rate && w.concurrency > concurrency))
