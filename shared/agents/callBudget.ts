@@ -761,6 +761,11 @@ export class ServiceCallGate {
       rate: mine.rate,
       conc: mine.concurrency,
       exp: mine.expiresAt,
+      want: mine.wantRate,
+      wantConc: mine.wantConcurrency,
+      slotRate: mine.slotRate,
+      factor: row.rateFactor,
+      held: row.grants.filter((g) => g.instance !== this.o.instance).map((g) => `${g.rate}/${g.concurrency}`),
     });
     const now = this.o.clock.now().getTime();
     const live = row.grants.filter((g) => g.expiresAt > now);

@@ -188,8 +188,20 @@ export function renewGrant(
   // where no call can start is lost to the service (bench: 2 slots over 4 hosts left 2-3 of 5
   // calls/s unused). Nor more than those slots start: slots move only as calls end, and a holder
   // of 1 slot with 9/s beside one of 6 slots with 7/s left 7 of 20 calls/s unused (staged bench).
+  // A slot due to an instance but held by another's call in flight is not its yet: only the free
+  // ones count (staged bench: two instances due a slot each, none free, cut the holder of all 8
+  // busy slots to 7/s).
+  let free = Number.isFinite(concCap)
+    ? Math.max(0, concCap - heldConc - concurrency)
+    : Number.POSITIVE_INFINITY;
+  const slotsOf = (g: BudgetGrant, target: number) => {
+    if (!Number.isFinite(free)) return Math.max(g.concurrency, target);
+    const more = Math.min(Math.max(0, target - g.concurrency), free);
+    free -= more;
+    return g.concurrency + more;
+  };
   const callers = others
-    .map((g, i) => ({ instance: g.instance, slots: Math.max(g.concurrency, concTargets[i + 1]), g }))
+    .map((g, i) => ({ instance: g.instance, slots: slotsOf(g, concTargets[i + 1]), g }))
     .filter((c) => c.slots > 0)
     .map((c) => ({ instance: c.instance, wantRate: carried(c.g.wantRate, c.slots, c.g.slotRate) }));
   const canCall = concurrency > 0;

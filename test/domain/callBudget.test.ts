@@ -167,6 +167,25 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(sum(slow.grants.map((g) => g.rate)), 20);
   });
 
+  it('an instance due a slot that none can give it yet gets no rate: the slots in use keep theirs', () => {
+    // Staged bench (issue 26, 20/s and 8 slots): the first holder had all 8 slots busy; two
+    // instances arriving were due a slot each by the fair split, but none was free (a slot moves
+    // only when its call ends). Counted as callers, they cut the holder to 7/s, held for nothing.
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 24, concurrency: 8 }, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 24, concurrency: 1 }, limits, 500, leaseMs).row;
+    row = renewGrant(row, 'c', { rate: 24, concurrency: 1 }, limits, 600, leaseMs).row;
+    const a = renewGrant(
+      row,
+      'a',
+      { rate: 21, concurrency: 16, inFlight: 8, slotRate: 2.5 },
+      limits,
+      1_400,
+      leaseMs,
+    );
+    assert.equal(a.grant.concurrency, 8, 'its calls in flight keep their slots');
+    assert.equal(a.grant.rate, 20, 'and the rate its 8 slots carry');
+  });
+
   it('every instance holding a slot gets a whole call per second when the rate allows one each', () => {
     // Simulation (4 instances, 5 calls/s, 8 at once): each renewer took the odd call for itself
     // and kept it, leaving one instance with two slots and no rate (2/2, 2/2, 1/2, 0/2).
