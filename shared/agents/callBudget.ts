@@ -114,6 +114,9 @@ export const instanceMemoryMs = 60_000;
 /** How long a pulled request's wait counts towards the expected wait of those sent after it. */
 export const pulledWaitMemoryMs = 5_000;
 
+/** How soon a grant still moving (or outgrown by demand) is renewed: one rate window. */
+export const movingRenewMs = 1_000;
+
 /** Calls timed before an instance says what one slot carries (Want.slotRate): one is an outlier. */
 export const minCallsForSlotRate = 5;
 
@@ -461,9 +464,11 @@ export class ServiceCallGate {
     // lease period after the last renewal, at the latest within one short lease (in pull mode a
     // request waits once, so no later wait would come to renew: the row, and the operators'
     // readout, showed nothing waiting for the rest of a 60 s lease).
+    // Within one window of the last renewal, not a short lease: with the default 5 s lease each
+    // step up of a grant cut to one request's want came a lease later (staged bench: 5 s at 5/s).
     if ((a.reason === 'rate' || a.reason === 'concurrency') && this.renewEveryMs > this.o.leaseMs) {
-      this.renewEveryMs = this.o.leaseMs;
-      if (t - this.periodStart >= this.o.leaseMs) void this.renew().catch(() => undefined);
+      this.renewEveryMs = Math.min(this.o.leaseMs, movingRenewMs);
+      if (t - this.periodStart >= this.renewEveryMs) void this.renew().catch(() => undefined);
       else this.renewalFollowsLease();
     }
     if (a.reason === 'concurrency') this.concurrencyWaits += 1;
@@ -740,10 +745,16 @@ export class ServiceCallGate {
         next.row.grants.map((g) => (g.instance === this.o.instance ? { ...g, ...report } : g)),
       );
     });
-    this.renewEveryMs = leaseMs;
-    this.renewalFollowsLease();
+    const before = { rate: this.pacer.rate, concurrency: this.grantedSlots };
     nextPeriod();
     this.apply(row);
+    // While the grant still moves at the short lease (shares settling after demand grew, or
+    // others came or left), the next renewal comes one window later; once it holds still, a lease.
+    const mine = row.grants.find((g) => g.instance === this.o.instance);
+    const moving =
+      mine !== undefined && (mine.rate !== before.rate || mine.concurrency !== before.concurrency);
+    this.renewEveryMs = moving && leaseMs === this.o.leaseMs ? Math.min(leaseMs, movingRenewMs) : leaseMs;
+    this.renewalFollowsLease();
   }
 
   private apply(row: BudgetRow): void {

@@ -353,6 +353,37 @@ describe('global call budget', () => {
     assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
 
+  it('with the default 5 s lease, a grant that demand outgrew reaches the limit within a few windows, not leases', async () => {
+    // Staged bench (issue 26, 20/s and 8 slots, CALL_BUDGET_LEASE_SECONDS 5): the first grants
+    // were sized on one request each (a long lease cut to 5/s and 1 slot), and each step up came a
+    // lease later: the first 5 s ran at about 5/s with 380 requests waiting.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'a', { maxCallsPerSecond: 20, maxConcurrentCalls: 8 }, 5_000, undefined, true);
+    const t0 = Date.now();
+    const first = await g.admit(request(0));
+    assert.equal(first.kind, 'start');
+    const grantOf = async () => (await table.read(service)).row.grants.find((x) => x.instance === 'a');
+    const initial = await grantOf();
+    assert.ok(
+      initial && initial.rate < 20,
+      `the first grant is cut to the first request's want (${initial?.rate}/s)`,
+    );
+    // Demand: requests keep arriving and wait (pull mode), 20 a second.
+    let reached: number | undefined;
+    for (let n = 1; Date.now() - t0 < 6_000 && reached === undefined; n++) {
+      await g.admit(request(n));
+      if (n % 4 === 0) {
+        const mine = await grantOf();
+        if (mine && mine.rate >= 20 && mine.concurrency >= 8) reached = Date.now() - t0;
+      }
+      await sleep(50);
+    }
+    assert.ok(
+      reached !== undefined && reached < 3_000,
+      `the grant reached 20/s and 8 slots ${reached === undefined ? 'not within 6 s' : `after ${reached} ms`}`,
+    );
+  });
+
   it('a renewal that loses write races grants its lease from the write that lands, not from its first read', async () => {
     // Staged bench (issue 26, 20/s over 4 hosts): the first holder's renewal lost the row to the
     // others' renewals for 7 s; its grant was dated from its first read, so it landed expired and
