@@ -14,6 +14,7 @@ import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js
 import { throughputFigures } from './callThroughput.js';
 import { traceReport, waitReport } from './callTraceReport.js';
 import { awaitStagedBacklog, stagedSettings, startPaymentHosts } from './stagedBacklog.js';
+import { spawnPaymentService, type ServiceProcess } from './serviceProcess.js';
 
 /**
  * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
@@ -101,10 +102,13 @@ async function submit(ctx: ChaosContext, base: string, customerId: string): Prom
   return undefined;
 }
 
-function charges(ctx: ChaosContext, from: number, to = Number.POSITIVE_INFINITY): Call[] {
-  return ctx
-    .ledgers()
-    .payment.requests.filter((r) => r.operation === 'charge')
+async function charges(
+  payment: ServiceProcess,
+  from: number,
+  to = Number.POSITIVE_INFINITY,
+): Promise<Call[]> {
+  return (await payment.ledger()).requests
+    .filter((r) => r.operation === 'charge')
     .map((r) => ({
       at: Date.parse(r.receivedAt),
       end: r.answeredAt ? Date.parse(r.answeredAt) : Date.parse(r.receivedAt),
@@ -161,8 +165,11 @@ async function drainTimed(
 
 async function main(): Promise<void> {
   const started = Date.now();
+  // The payment service in its own process: its log is the measurement (bench/serviceProcess.ts).
+  const payment = await spawnPaymentService();
   const ctx = await openContext({
     settings: {
+      ...payment.setting,
       PAYMENT_MAX_CALLS_PER_SECOND: String(rate),
       PAYMENT_MAX_CONCURRENT_CALLS: String(concurrent),
       CALL_BUDGET_LEASE_SECONDS: values['lease-seconds'],
@@ -173,6 +180,9 @@ async function main(): Promise<void> {
       ...(staged ? stagedSettings(stageSeconds) : {}),
     },
     verbose: values.verbose,
+  }).catch(async (e: unknown) => {
+    await payment.stop();
+    throw e;
   });
   const failures: string[] = [];
   const out = (line: string) => console.log(line);
@@ -181,7 +191,7 @@ async function main(): Promise<void> {
     // Staged: the stack's host takes the orders up to payment; the payment hosts start later.
     if (!staged) for (let i = 1; i < hosts; i++) extra.push(await addHost(ctx));
     let urls = [ctx.stack.baseUrl, ...extra.map((h) => h.baseUrl)];
-    ctx.stack.remote.payment.setFaults({ latencyMs: Number(values['latency-ms']) });
+    await payment.setFaults({ latencyMs: Number(values['latency-ms']) });
     out(
       `call limits: ${hosts} hosts${staged ? ' (staged backlog)' : ''}, payment limited to ${rate} calls/s and ${concurrent} at once, latency ${values['latency-ms']} ms`,
     );
@@ -199,7 +209,7 @@ async function main(): Promise<void> {
       urls = (await startPaymentHosts(ctx, hosts)).map((h) => h.baseUrl);
     }
     await drainTimed(ctx, ids1, Date.now() + 300_000);
-    const calls1 = charges(ctx, t1);
+    const calls1 = await charges(payment, t1);
     const span = (Math.max(...calls1.map((c) => c.at)) - Math.min(...calls1.map((c) => c.at))) / 1000;
     const throughput = (calls1.length - 1) / span;
     const window1 = busiestWindow(calls1);
@@ -252,18 +262,18 @@ async function main(): Promise<void> {
     }
     await sleep(3_000);
     const retryAfter = 3;
-    ctx.stack.remote.payment.setFaults({
+    await payment.setFaults({
       latencyMs: Number(values['latency-ms']),
       answerStatus: 429,
       retryAfterSeconds: retryAfter,
     });
     const stormStart = Date.now();
     await sleep(stormSeconds * 1000);
-    ctx.stack.remote.payment.setFaults({ latencyMs: Number(values['latency-ms']) });
+    await payment.setFaults({ latencyMs: Number(values['latency-ms']) });
     const stormEnd = Date.now();
     const ids2 = (await Promise.all(submitted2)).filter((x): x is string => x !== undefined);
     await drainTimed(ctx, ids2, Date.now() + 300_000);
-    const calls2 = charges(ctx, t2);
+    const calls2 = await charges(payment, t2);
     const first429 = Math.min(...calls2.filter((c) => c.status === 429).map((c) => c.at));
     const inPause = calls2.filter((c) => c.at > first429 + 1000 && c.at < first429 + retryAfter * 1000);
     const refused = calls2.filter((c) => c.status === 429).length;
@@ -312,6 +322,7 @@ async function main(): Promise<void> {
     if (!(ratio <= 2)) failures.push(`burst ratio ${ratio.toFixed(2)}`);
   } finally {
     await closeContext(ctx);
+    await payment.stop();
   }
   out(
     `${failures.length === 0 ? 'PASS' : `FAIL: ${failures.join('; ')}`} in ${((Date.now() - started) / 1000).toFixed(0)} s`,
