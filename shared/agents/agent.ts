@@ -193,6 +193,13 @@ export async function serveRequest(
           onPushback: deps.budget
             ? (_status, retryAfterMs) => deps.budget?.pushback(retryAfterMs)
             : undefined,
+          // The rate window counts the start from the send, the nearest this side gets to the
+          // service's receipt.
+          onAttempt: deps.budget
+            ? (a) => {
+                if (a.number === 1) deps.budget?.sending(requestIdOf(request));
+              }
+            : undefined,
         },
         deps.callPolicy,
         deps.clock,

@@ -22,6 +22,7 @@ import {
   type Clock,
   type LineOptions,
   type Want,
+  rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
@@ -243,6 +244,7 @@ export class ServiceCallGate {
     // free slot) a new one goes behind them, and this invocation pulls the oldest instead.
     if (startableAt(p, t) === t && this.activeChains === 0 && !this.mayHaveWaiting()) {
       recordStart(p, t);
+      this.unsent.set(request.key, t);
       this.onStart(request);
       return { kind: 'start' };
     }
@@ -414,9 +416,18 @@ export class ServiceCallGate {
     const now = this.o.clock.now().getTime();
     restampStart(this.pacer, claimedAt, request ? now : undefined);
     if (!request) return;
+    this.unsent.set(request.key, now);
     this.asked += 1;
     this.onStart(request);
   }
+
+  /**
+   * Starts counted in the rate window and not yet sent (pull mode), by request key: a start is
+   * moved to when its request is sent. Between the gate's decision and the service's receipt
+   * lay 6-74 ms, unevenly, against a 50 ms margin (bench: 6 calls in 1 s at 5/s). Moving a start
+   * later never lets the window admit more (restampStart).
+   */
+  private readonly unsent = new Map<string, number>();
 
   private lineOptions(): LineOptions {
     return {
@@ -505,9 +516,24 @@ export class ServiceCallGate {
     }
   }
 
+  /** The request admitted under `key` is being sent now: its start counts from now. */
+  sending(key: string): void {
+    const stamp = this.unsent.get(key);
+    if (stamp === undefined) return;
+    this.unsent.delete(key);
+    const now = this.o.clock.now().getTime();
+    restampStart(this.pacer, stamp, now);
+    traceCall({ ev: 'send', inst: this.o.instance, t: now, key, rec: stamp });
+  }
+
   /** A started call ended (after `ms`). */
   done(ms: number): void {
     release(this.pacer);
+    // A start never sent (its call ended before an attempt) is forgotten within a window's worth.
+    if (this.unsent.size > 64) {
+      const old = this.o.clock.now().getTime() - 2 * rateWindowMs;
+      for (const [k, at] of this.unsent) if (at < old) this.unsent.delete(k);
+    }
     traceCall({ ev: 'end', inst: this.o.instance, t: this.o.clock.now().getTime(), ms });
     this.durations.push(ms);
     if (this.durations.length > 50) this.durations.shift();

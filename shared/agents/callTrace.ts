@@ -9,7 +9,8 @@ import { appendFileSync } from 'node:fs';
 const file = process.env.CALL_BUDGET_TRACE_FILE;
 
 export interface TraceEvent {
-  ev: 'arrive' | 'hold' | 'start' | 'end' | 'wait' | 'grant' | 'pull' | 'pull-end' | 'token' | 'renew';
+  ev:
+    'arrive' | 'hold' | 'start' | 'send' | 'end' | 'wait' | 'grant' | 'pull' | 'pull-end' | 'token' | 'renew';
   inst: string;
   t: number;
   [field: string]: unknown;

@@ -384,6 +384,24 @@ describe('global call budget', () => {
     );
   });
 
+  it('a start counts in the rate window from when its request is sent, not from when it was admitted', async () => {
+    // Bench (issue 26, 5/s over 4 hosts): from the gate's decision to the service's receipt took
+    // 6-74 ms, unevenly, against a 50 ms margin; an instance's four starts 1,050 ms apart at the
+    // gate reached the service 997 ms apart, and with its neighbour's two the service saw 6 in 1 s.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'a', { maxCallsPerSecond: 1, maxConcurrentCalls: 4 }, 1_000, 1_000, true);
+    assert.equal((await g.admit(request(0))).kind, 'start');
+    await sleep(300);
+    const sent = Date.now();
+    g.sending('k0');
+    g.done(10);
+    const next = g.nextSlotAt();
+    assert.ok(
+      next !== undefined && next >= sent + 1_000,
+      `the next start is allowed ${next === undefined ? 'never' : `${next - sent} ms`} after the first was sent`,
+    );
+  });
+
   it('a renewal that loses write races grants its lease from the write that lands, not from its first read', async () => {
     // Staged bench (issue 26, 20/s over 4 hosts): the first holder's renewal lost the row to the
     // others' renewals for 7 s; its grant was dated from its first read, so it landed expired and
