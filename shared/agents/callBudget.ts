@@ -22,6 +22,7 @@ import {
   type Clock,
   type LineOptions,
   type Want,
+  grantGraceMs,
   rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -140,8 +141,6 @@ export class ServiceCallGate {
   private pulledWaits: Array<{ at: number; ms: number }> = [];
   /** The same from the other instances' reports. */
   private othersPulledWaitMs = 0;
-  /** Another live instance holds a slot with rate (pull mode: this one need not ask). */
-  private othersHoldSlots = false;
   /** Invocations waiting in the line, by line key. */
   private readonly held = new Map<
     string,
@@ -709,17 +708,24 @@ export class ServiceCallGate {
     }
     // Ask for what it was asked, with room to grow; concurrency for the peak plus those that waited for it.
     // Pull mode: where a slot sits no longer decides which requests it serves (it pulls them), so
-    // an instance without one stands aside while others hold slots: the slots stay with the
-    // holders instead of moving between instances.
+    // an instance without one stands aside while others hold every slot or all the rate: the
+    // slots stay with the holders instead of moving between instances.
     // A slot its last grant gave it counts even if that grant lapsed meanwhile (a slow table):
     // giving it up left the slot to an instance without rate (bench: 2 of 5 calls/s unused).
-    const standAside = this.o.pull === true && !(this.grantedSlots > 0) && this.othersHoldSlots;
+    // Judged from the row this renewal decides on: an instance's first renewal had not seen the
+    // row, asked for a slot, was owed some of a busy holder's slots and kept them (staged bench:
+    // two holders of 10/s and 4 slots ran at about 85 % of the limit, one of 20/s and 8 at 91 %).
+    const standsAside = (r: BudgetRow, at: number) =>
+      this.o.pull === true &&
+      !(this.grantedSlots > 0) &&
+      othersHoldAll(r, this.o.instance, this.o.limits, at);
     // What it wants, from the row as read for this renewal: the others' reports of requests sent
     // to wait arrive there first (judged from the last renewal's copy, a lone holder asked for
     // 7/s while 380 requests waited, and took a 7 s ramp to 20/s).
     const wantIn = (r: BudgetRow, at: number): { want: Want; waiting: boolean } => {
       const waiting = this.o.pull === true && (this.mayHaveWaiting() || this.othersReportWaiting(r, at));
-      if (standAside) return { want: { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }, waiting };
+      if (standsAside(r, at))
+        return { want: { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }, waiting };
       return {
         want: {
           ...shareWanted({
@@ -822,7 +828,6 @@ export class ServiceCallGate {
     this.othersDueAt = Math.max(0, ...others.map((g) => g.waitDueAt ?? 0));
     this.othersEmptyAt = Math.max(0, ...others.map((g) => g.waitEmptyAt ?? 0));
     this.othersPulledWaitMs = Math.max(0, ...others.map((g) => g.pulledWaitMs ?? 0));
-    this.othersHoldSlots = others.some((g) => g.concurrency > 0 && g.rate > 0);
     this.rateNow = rateInForce(this.o.limits, row, now);
     this.returnSpacing = returnSpacingMs(
       rateInForce(this.o.limits, row, now),
@@ -837,6 +842,25 @@ export class ServiceCallGate {
         : Math.min(mine.expiresAt, this.o.clock.now().getTime() + 1_100);
     this.pump();
   }
+}
+
+/**
+ * Pull mode: whether the other instances' live grants in `row` hold every slot or all the rate in
+ * force (with a slot and rate each): then an instance without a slot has nothing to ask for. With
+ * capacity free it asks: a holder on a long lease cut to its own want would leave the rest idle.
+ */
+function othersHoldAll(row: BudgetRow, instance: string, limits: CallLimits, now: number): boolean {
+  // Held as long as renewGrant counts them: to the expiry plus the grace (a holder's renewal may be
+  // on the way; seeing its grant expired, three instances asked for slots at once).
+  const live = row.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
+  if (!live.some((g) => g.concurrency > 0 && g.rate > 0)) return false;
+  const slots = live.reduce((n, g) => n + (g.concurrency ?? 0), 0);
+  const rate = live.reduce((n, g) => n + g.rate, 0);
+  const rateCap = rateInForce(limits, row, now);
+  return (
+    (limits.maxConcurrentCalls !== undefined && slots >= limits.maxConcurrentCalls) ||
+    (Number.isFinite(rateCap) && rate >= Math.floor(rateCap + 1e-9))
+  );
 }
 
 function withGrants(row: BudgetRow, grants: ReportedGrant[]): BudgetRow & { grants: ReportedGrant[] } {

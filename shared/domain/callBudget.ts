@@ -203,7 +203,12 @@ export function renewGrant(
   const callers = others
     .map((g, i) => ({ instance: g.instance, slots: slotsOf(g, concTargets[i + 1]), g }))
     .filter((c) => c.slots > 0)
-    .map((c) => ({ instance: c.instance, wantRate: carried(c.g.wantRate, c.slots, c.g.slotRate) }));
+    // One that has not timed its calls yet is taken to carry what the renewer's slots do (the same
+    // service): uncapped, a newcomer with 1 slot got 10/s beside the holder of 7 busy slots.
+    .map((c) => ({
+      instance: c.instance,
+      wantRate: carried(c.g.wantRate, c.slots, c.g.slotRate ?? want.slotRate),
+    }));
   const canCall = concurrency > 0;
   const mine = { instance, wantRate: canCall ? carried(want.rate, concurrency, want.slotRate) : 0 };
   const everyone = [mine, ...callers];

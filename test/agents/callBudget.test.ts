@@ -384,6 +384,32 @@ describe('global call budget', () => {
     );
   });
 
+  it('pull mode: an instance arriving while another holds the slots stands aside from its first renewal', async () => {
+    // Staged bench (issue 26, 20/s and 8 slots): instances arriving after the first holder asked
+    // for a slot at their first renewal (they had not seen the row yet), were owed some of its
+    // slots and kept them; two holders of 10/s and 4 slots ran at about 85 % of the limit where
+    // one holder of 20/s and 8 slots ran at 91 %.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
+    const a = gate(service, 'a', limits, 1_000, 1_000, true);
+    assert.equal((await a.admit(request(0))).kind, 'start');
+    const b = gate(service, 'b', limits, 1_000, 1_000, true);
+    assert.equal((await b.admit(request(1))).kind, 'wait');
+    const mine = (await table.read(service)).row.grants.find((x) => x.instance === 'b');
+    assert.deepEqual(
+      mine && [mine.wantRate, mine.wantConcurrency, mine.rate, mine.concurrency],
+      [0, 0, 0, 0],
+      'b asked for nothing while a held the slots',
+    );
+    // a's grant past its expiry but within the grace (its renewal may be on the way) still holds.
+    a.close();
+    await sleep(1_300);
+    const c = gate(service, 'c', limits, 1_000, 1_000, true);
+    assert.equal((await c.admit(request(2))).kind, 'wait');
+    const late = (await table.read(service)).row.grants.find((x) => x.instance === 'c');
+    assert.deepEqual(late && [late.wantRate, late.wantConcurrency], [0, 0], 'c asked for nothing either');
+  });
+
   it('a start counts in the rate window from when its request is sent, not from when it was admitted', async () => {
     // Bench (issue 26, 5/s over 4 hosts): from the gate's decision to the service's receipt took
     // 6-74 ms, unevenly, against a 50 ms margin; an instance's four starts 1,050 ms apart at the

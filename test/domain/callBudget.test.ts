@@ -186,6 +186,24 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(a.grant.rate, 20, 'and the rate its 8 slots carry');
   });
 
+  it("an instance that has not timed its calls yet is capped at the renewer's slot rate", () => {
+    // Staged bench (issue 26, 20/s and 8 slots): an instance new to the service held 1 slot and
+    // no call times, so nothing capped it: it was granted 10/s beside the holder of 7 busy slots.
+    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 24, concurrency: 7 }, limits, 0, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 56, concurrency: 1 }, limits, 100, leaseMs).row;
+    row = renewGrant(row, 'b', { rate: 56, concurrency: 1 }, limits, 1_200, leaseMs).row;
+    const a = renewGrant(
+      row,
+      'a',
+      { rate: 24, concurrency: 8, inFlight: 7, slotRate: 2.5 },
+      limits,
+      1_300,
+      leaseMs,
+    );
+    const grants = a.row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
+    assert.ok(a.grant.rate >= 17, `a with 7 slots: ${grants}`);
+  });
+
   it('every instance holding a slot gets a whole call per second when the rate allows one each', () => {
     // Simulation (4 instances, 5 calls/s, 8 at once): each renewer took the odd call for itself
     // and kept it, leaving one instance with two slots and no rate (2/2, 2/2, 1/2, 0/2).
