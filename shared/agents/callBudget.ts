@@ -116,6 +116,12 @@ export const instanceMemoryMs = 60_000;
 /** How long a pulled request's wait counts towards the expected wait of those sent after it. */
 export const pulledWaitMemoryMs = 5_000;
 
+/**
+ * How long the entry of an instance standing aside (pull mode, no slot, others hold them all)
+ * lasts before it renews and looks for free capacity again.
+ */
+export const standAsideRenewMs = 5_000;
+
 /** How soon a grant still moving (or outgrown by demand) is renewed: one rate window. */
 export const movingRenewMs = 1_000;
 
@@ -765,9 +771,14 @@ export class ServiceCallGate {
       // dated its grant from its first read, and it landed expired (staged bench: 7 s).
       const at = this.o.clock.now().getTime();
       const { want, waiting } = wantIn(r, at);
+      // Standing aside it holds nothing, so its entry (its reports) may last longer: renewing every
+      // lease, three instances standing aside kept the holder's renewal losing the row (staged
+      // bench: 20 times in a row, its grant lapsed and nothing was called for 5 s).
+      const aside = want.rate === 0 && want.concurrency === 0;
+      const minMs = aside ? Math.max(this.o.leaseMs, standAsideRenewMs) : this.o.leaseMs;
       const next = renewGrantFor(r, this.o.instance, want, this.o.limits, at, {
-        minMs: this.o.leaseMs,
-        maxMs: this.maxLeaseMs,
+        minMs,
+        maxMs: Math.max(minMs, this.maxLeaseMs),
         startedPerSecond: report.startedPerSecond,
         waiting,
       });
@@ -836,8 +847,10 @@ export class ServiceCallGate {
       mine.concurrency > 0 && mine.rate > 0,
     );
     // With nothing granted, ask again as soon as what others gave back is free (one window).
+    // (Standing aside, it asked for nothing: it looks again at its entry's end.)
+    const aside = mine.wantRate === 0 && mine.wantConcurrency === 0;
     this.grantExpiresAt =
-      mine.rate > 0 && mine.concurrency > 0
+      (mine.rate > 0 && mine.concurrency > 0) || aside
         ? mine.expiresAt
         : Math.min(mine.expiresAt, this.o.clock.now().getTime() + 1_100);
     this.pump();

@@ -410,6 +410,29 @@ describe('global call budget', () => {
     assert.deepEqual(late && [late.wantRate, late.wantConcurrency], [0, 0], 'c asked for nothing either');
   });
 
+  it('pull mode: an instance standing aside writes the lease row seldom, however many requests reach it', async () => {
+    // Staged bench (issue 26, 20/s over 4 hosts, 1 s lease): three instances standing aside wrote
+    // the row every second and on the requests reaching them; the holder's renewal lost the row to
+    // them 20 times in a row (20 s), its grant lapsed, and nothing was called for 5 s.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
+    const a = gate(service, 'a', limits, 1_000, 1_000, true);
+    assert.equal((await a.admit(request(0))).kind, 'start');
+    let writes = 0;
+    const b = gate(service, 'b', limits, 1_000, 1_000, true, {
+      table: slowTable(
+        () => 0,
+        () => (writes += 1),
+      ),
+    });
+    const t0 = Date.now();
+    for (let n = 1; Date.now() - t0 < 4_000; n++) {
+      assert.equal((await b.admit(request(n))).kind, 'wait');
+      await sleep(100);
+    }
+    assert.ok(writes <= 2, `b wrote the row ${writes} times in 4 s while standing aside`);
+  });
+
   it('a start counts in the rate window from when its request is sent, not from when it was admitted', async () => {
     // Bench (issue 26, 5/s over 4 hosts): from the gate's decision to the service's receipt took
     // 6-74 ms, unevenly, against a 50 ms margin; an instance's four starts 1,050 ms apart at the
