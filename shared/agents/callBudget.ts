@@ -29,6 +29,7 @@ import type { Logger } from '../observability/logger.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
 import type { CallBudgetTable, GrantReport, ReportedGrant } from '../stateStore/callBudgetTable.js';
 import { traceCall } from './callTrace.js';
+import type { PullAhead } from './pullAhead.js';
 
 /**
  * One process's side of a remote service's global call budget (issue 26): it leases a share of the
@@ -312,6 +313,25 @@ export class ServiceCallGate {
     return this.timer ? this.grantExpiresAt + renewingGraceMs : this.grantExpiresAt;
   }
 
+  /**
+   * A pull loop found no usable grant: whether the last one had slots and its renewal is on the
+   * way, waited for (at most `maxMs`). A loop that ended there left the slots with no loop when
+   * the renewal landed, and pull tokens went from instance to instance for 4 s (staged bench).
+   */
+  async renewalOnTheWay(maxMs: number): Promise<boolean> {
+    const renewal = this.renewing;
+    if (!renewal || !(this.grantedSlots > 0)) return false;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      renewal.catch(() => undefined),
+      new Promise((r) => {
+        timer = setTimeout(r, maxMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return true;
+  }
+
   /** Renews the grant now if it lapsed (a pull token arrived at an instance that was idle). */
   async refresh(): Promise<void> {
     this.lastActivity = this.o.clock.now().getTime();
@@ -351,8 +371,8 @@ export class ServiceCallGate {
 
   /** Pull loops running in this process's invocations (shared/agents/pullWaiting.ts). */
   activeChains = 0;
-  /** A pull loop here reads the next waiting request ahead (shared/agents/pullAhead.ts). */
-  readingAhead = false;
+  /** The next waiting request, read ahead by this instance's pull loops (shared/agents/pullAhead.ts). */
+  readAhead: PullAhead | undefined;
   private lastTokenAt = 0;
 
   /** Epoch ms: the latest due time of a request this instance sent to wait, or last pulled. */

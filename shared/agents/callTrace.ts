@@ -10,7 +10,18 @@ const file = process.env.CALL_BUDGET_TRACE_FILE;
 
 export interface TraceEvent {
   ev:
-    'arrive' | 'hold' | 'start' | 'send' | 'end' | 'wait' | 'grant' | 'pull' | 'pull-end' | 'token' | 'renew';
+    | 'arrive'
+    | 'hold'
+    | 'start'
+    | 'send'
+    | 'end'
+    | 'wait'
+    | 'grant'
+    | 'pull'
+    | 'pull-end'
+    | 'give-back'
+    | 'token'
+    | 'renew';
   inst: string;
   t: number;
   [field: string]: unknown;

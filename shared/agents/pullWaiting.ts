@@ -39,6 +39,8 @@ export const pullForMs = 60_000;
 export const idleWaitMs = 1_000;
 /** A free slot whose rate allows its next start within this waits for it (pacing). */
 const paceWithinMs = 1_000;
+/** How long a loop whose grant lapsed waits at a time for the renewal on the way. */
+const renewalWaitMs = 2_000;
 /** No read ahead this close to a loop's end: the request read would only go back to the queue. */
 const readAheadStopMs = 2_000;
 
@@ -84,6 +86,8 @@ async function pullLoop(
   } finally {
     await Promise.all(finishing);
     gate.activeChains -= 1;
+    // The instance's last loop gives back what no loop of it will start.
+    if (gate.activeChains === 0) await gate.readAhead?.giveBack();
   }
   traceCall({ ev: 'pull-end', inst: gate.instance, t: deps.clock.now().getTime(), why });
   // A loop out of time leaves its slot free: the token is due at once, for whichever slot is free.
@@ -103,57 +107,56 @@ async function pullWhile(
   const gate = deps.budget!;
   const now = () => deps.clock.now().getTime();
   const read = () => deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs);
-  const ahead = new PullAhead(gate, read);
+  // One per instance: whichever loop claims the freed slot takes what another read ahead.
+  const ahead = (gate.readAhead ??= new PullAhead(read, gate.instance));
   let current: Promise<void> | undefined;
-  try {
-    while (now() - invoked < pullForMs) {
-      const at = gate.nextSlotAt();
-      if (at === undefined) {
-        // Woken by another call's end whose slot someone else took: wait for this loop's own call.
-        if (current && finishing.has(current)) {
-          await current;
-          continue;
-        }
-        return 'no-slot';
-      }
-      if (at > now()) {
-        if (at - now() > paceWithinMs) return 'rate';
-        await sleep(at - now());
+  while (now() - invoked < pullForMs) {
+    const at = gate.nextSlotAt();
+    if (at === undefined) {
+      // Woken by another call's end whose slot someone else took: wait for this loop's own call.
+      if (current && finishing.has(current)) {
+        await current;
         continue;
       }
-      const claimed = gate.claim();
-      if (claimed === undefined) continue;
-      let got: PulledMessage[];
-      try {
-        const early = await ahead.take();
-        got = early && early.length > 0 ? early : await read();
-      } catch (e) {
-        gate.pulled(claimed, undefined);
-        log.warn('could not read the waiting queue', { error: (e as Error).message });
-        return 'error';
-      }
-      traceCall({ ev: 'pull', inst: gate.instance, t: now(), got: got.length, ms: now() - claimed });
-      if (got.length === 0) {
-        gate.pulled(claimed, undefined);
-        gate.foundEmpty();
-        return 'empty';
-      }
-      gate.tookWaiting();
-      const served = servePulled(deps, queueName, got[0], claimed, serve, log);
-      finishing.add(served);
-      current = served;
-      void served.finally(() => finishing.delete(served));
-      // Another slot free (granted, or given back, after this loop began): pull for it too, rather
-      // than leave it idle until a call ends.
-      if (gate.freeSlots() > 0) continue;
-      // Every slot busy: the next request is read during the calls, for the slot that frees first.
-      if (gate.mayHaveWaiting() && now() - invoked < pullForMs - readAheadStopMs) ahead.start();
-      await Promise.race([served, gate.slotFreed()]);
+      // The grant lapsed with its renewal on the way (a slow table): go on when it lands.
+      if (await gate.renewalOnTheWay(renewalWaitMs)) continue;
+      return 'no-slot';
     }
-    return 'time';
-  } finally {
-    await ahead.giveBack();
+    if (at > now()) {
+      if (at - now() > paceWithinMs) return 'rate';
+      await sleep(at - now());
+      continue;
+    }
+    const claimed = gate.claim();
+    if (claimed === undefined) continue;
+    let got: PulledMessage[];
+    try {
+      const early = await ahead.take();
+      got = early && early.length > 0 ? early : await read();
+    } catch (e) {
+      gate.pulled(claimed, undefined);
+      log.warn('could not read the waiting queue', { error: (e as Error).message });
+      return 'error';
+    }
+    traceCall({ ev: 'pull', inst: gate.instance, t: now(), got: got.length, ms: now() - claimed });
+    if (got.length === 0) {
+      gate.pulled(claimed, undefined);
+      gate.foundEmpty();
+      return 'empty';
+    }
+    gate.tookWaiting();
+    const served = servePulled(deps, queueName, got[0], claimed, serve, log);
+    finishing.add(served);
+    current = served;
+    void served.finally(() => finishing.delete(served));
+    // Another slot free (granted, or given back, after this loop began): pull for it too, rather
+    // than leave it idle until a call ends.
+    if (gate.freeSlots() > 0) continue;
+    // Every slot busy: the next request is read during the calls, for the slot that frees first.
+    if (gate.mayHaveWaiting() && now() - invoked < pullForMs - readAheadStopMs) ahead.start();
+    await Promise.race([served, gate.slotFreed()]);
   }
+  return 'time';
 }
 
 /** Leaves a pull token for whichever instance can pull next (soon, most likely elsewhere). */
