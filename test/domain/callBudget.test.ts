@@ -19,6 +19,7 @@ import {
   type BudgetRow,
   type CallLimits,
   type PacingOptions,
+  type Want,
 } from '../../shared/domain/index.js';
 
 const leaseMs = 5_000;
@@ -143,45 +144,43 @@ describe('call budget: lease renewals never grant more than the limits together'
     assert.equal(sum(row.grants.filter((g) => g.concurrency > 0).map((g) => g.rate)), 5, grants);
   });
 
+  /** The row after `instance` renews with `want` at `t` (the file's limits and lease). */
+  const renew = (row: BudgetRow, instance: string, want: Want, t: number) =>
+    renewGrant(row, instance, want, limits, t, leaseMs);
+  const sharesOf = (row: BudgetRow) =>
+    row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
+
   it('rate goes to the slots that can carry it: no instance holds more than its slots can start', () => {
     // Staged bench (issue 26, 20/s and 8 slots, 300 ms calls, a slot starts about 2.5 calls/s):
     // a holder of 1 slot held 9/s while the holder of 6 slots had 7/s, and 7 of 20 calls/s went
     // unused. Slots move only as calls end, so the rate must follow them.
-    const a = { rate: 20, concurrency: 6, slotRate: 2.5 };
-    const b = { rate: 20, concurrency: 2, slotRate: 2.5 };
-    let row = renewGrant({ ...emptyBudgetRow }, 'a', a, limits, 0, leaseMs).row;
-    row = renewGrant(row, 'b', b, limits, 10, leaseMs).row;
-    for (let t = 2_000; t <= 6_000; t += 2_000) {
-      row = renewGrant(row, 'a', { ...a, inFlight: 6 }, limits, t, leaseMs).row;
-      row = renewGrant(row, 'b', { ...b, inFlight: 2 }, limits, t + 10, leaseMs).row;
-    }
-    const grants = row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
-    assert.equal(grants, 'a:15/6 b:5/2', 'each gets what its slots carry (6 x 2.5 and 2 x 2.5)');
+    const settle = (slotRate: number) => {
+      const a = { rate: 20, concurrency: 6, slotRate };
+      const b = { rate: 20, concurrency: 2, slotRate };
+      let row = renew(renew({ ...emptyBudgetRow }, 'a', a, 0).row, 'b', b, 10).row;
+      for (let t = 2_000; t <= 6_000; t += 2_000) {
+        row = renew(row, 'a', { ...a, inFlight: 6 }, t).row;
+        row = renew(row, 'b', { ...b, inFlight: 2 }, t + 10).row;
+      }
+      return row;
+    };
+    assert.equal(
+      sharesOf(settle(2.5)),
+      'a:15/6 b:5/2',
+      'each gets what its slots carry (6 x 2.5 and 2 x 2.5)',
+    );
     // What no instance's slots can carry still goes out in full: a cap moves rate, never loses it.
-    let slow = renewGrant({ ...emptyBudgetRow }, 'a', { ...a, slotRate: 1 }, limits, 0, leaseMs).row;
-    slow = renewGrant(slow, 'b', { ...b, slotRate: 1 }, limits, 10, leaseMs).row;
-    for (let t = 2_000; t <= 6_000; t += 2_000) {
-      slow = renewGrant(slow, 'a', { ...a, slotRate: 1, inFlight: 6 }, limits, t, leaseMs).row;
-      slow = renewGrant(slow, 'b', { ...b, slotRate: 1, inFlight: 2 }, limits, t + 10, leaseMs).row;
-    }
-    assert.equal(sum(slow.grants.map((g) => g.rate)), 20);
+    assert.equal(sum(settle(1).grants.map((g) => g.rate)), 20);
   });
 
   it('an instance due a slot that none can give it yet gets no rate: the slots in use keep theirs', () => {
     // Staged bench (issue 26, 20/s and 8 slots): the first holder had all 8 slots busy; two
     // instances arriving were due a slot each by the fair split, but none was free (a slot moves
     // only when its call ends). Counted as callers, they cut the holder to 7/s, held for nothing.
-    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 24, concurrency: 8 }, limits, 0, leaseMs).row;
-    row = renewGrant(row, 'b', { rate: 24, concurrency: 1 }, limits, 500, leaseMs).row;
-    row = renewGrant(row, 'c', { rate: 24, concurrency: 1 }, limits, 600, leaseMs).row;
-    const a = renewGrant(
-      row,
-      'a',
-      { rate: 21, concurrency: 16, inFlight: 8, slotRate: 2.5 },
-      limits,
-      1_400,
-      leaseMs,
-    );
+    let row = renew({ ...emptyBudgetRow }, 'a', { rate: 24, concurrency: 8 }, 0).row;
+    row = renew(row, 'b', { rate: 24, concurrency: 1 }, 500).row;
+    row = renew(row, 'c', { rate: 24, concurrency: 1 }, 600).row;
+    const a = renew(row, 'a', { rate: 21, concurrency: 16, inFlight: 8, slotRate: 2.5 }, 1_400);
     assert.equal(a.grant.concurrency, 8, 'its calls in flight keep their slots');
     assert.equal(a.grant.rate, 20, 'and the rate its 8 slots carry');
   });
@@ -189,19 +188,11 @@ describe('call budget: lease renewals never grant more than the limits together'
   it("an instance that has not timed its calls yet is capped at the renewer's slot rate", () => {
     // Staged bench (issue 26, 20/s and 8 slots): an instance new to the service held 1 slot and
     // no call times, so nothing capped it: it was granted 10/s beside the holder of 7 busy slots.
-    let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 24, concurrency: 7 }, limits, 0, leaseMs).row;
-    row = renewGrant(row, 'b', { rate: 56, concurrency: 1 }, limits, 100, leaseMs).row;
-    row = renewGrant(row, 'b', { rate: 56, concurrency: 1 }, limits, 1_200, leaseMs).row;
-    const a = renewGrant(
-      row,
-      'a',
-      { rate: 24, concurrency: 8, inFlight: 7, slotRate: 2.5 },
-      limits,
-      1_300,
-      leaseMs,
-    );
-    const grants = a.row.grants.map((g) => `${g.instance}:${g.rate}/${g.concurrency}`).join(' ');
-    assert.ok(a.grant.rate >= 17, `a with 7 slots: ${grants}`);
+    let row = renew({ ...emptyBudgetRow }, 'a', { rate: 24, concurrency: 7 }, 0).row;
+    row = renew(row, 'b', { rate: 56, concurrency: 1 }, 100).row;
+    row = renew(row, 'b', { rate: 56, concurrency: 1 }, 1_200).row;
+    const a = renew(row, 'a', { rate: 24, concurrency: 8, inFlight: 7, slotRate: 2.5 }, 1_300);
+    assert.ok(a.grant.rate >= 17, `a with 7 slots: ${sharesOf(a.row)}`);
   });
 
   it('every instance holding a slot gets a whole call per second when the rate allows one each', () => {
