@@ -235,15 +235,16 @@ async function main(): Promise<void> {
         `(${((100 * figures.backlog) / rate).toFixed(0)} % of ${rate}, the issue's >= 90 % is judged on this); ` +
         `whole run ${figures.whole.toFixed(2)}/s (${((100 * figures.whole) / rate).toFixed(0)} %)`,
     );
-    // The service's own log beside the gates' trace, for analyses the report does not make.
-    if (values.trace) writeFileSync(`${values.trace}.service.json`, JSON.stringify(calls1));
-    if (values.trace)
+    if (values.trace) {
+      // The service's own log beside the gates' trace, for analyses the report does not make.
+      writeFileSync(`${values.trace}.service.json`, JSON.stringify(calls1));
       for (const line of traceReport(
         values.trace,
         calls1.map((c) => ({ orderId: (c.key ?? '').split(':')[0], at: c.at, end: c.end })),
         rate,
       ))
         out(line);
+    }
     if (window1 > Math.floor(rate * 1.1)) failures.push(`busiest window ${window1}`);
     if (atOnce1 > concurrent) failures.push(`${atOnce1} at once`);
     // Judged while a backlog waited: in the tail fewer requests than the limit remain, so no

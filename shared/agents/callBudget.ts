@@ -28,7 +28,7 @@ import {
 import type { Logger } from '../observability/logger.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
 import type { CallBudgetTable, GrantReport, ReportedGrant } from '../stateStore/callBudgetTable.js';
-import { traceCall } from './callTrace.js';
+import { traceCall, tracing } from './callTrace.js';
 import type { PullAhead } from './pullAhead.js';
 
 /**
@@ -394,11 +394,8 @@ export class ServiceCallGate {
 
   /** Whether the other instances' reports in `row` say requests may still wait (see mayHaveWaiting). */
   private othersReportWaiting(row: BudgetRow, now: number): boolean {
-    const others = (row.grants as ReportedGrant[]).filter(
-      (g) => g.instance !== this.o.instance && g.expiresAt > now,
-    );
-    const due = Math.max(this.lastDueAt, ...others.map((g) => g.waitDueAt ?? 0));
-    return due > Math.max(this.lastEmptyAt, ...others.map((g) => g.waitEmptyAt ?? 0));
+    const others = othersWaitTimes(row, this.o.instance, now);
+    return Math.max(this.lastDueAt, others.dueAt) > Math.max(this.lastEmptyAt, others.emptyAt);
   }
 
   /** A pull here found the waiting queue empty. */
@@ -748,11 +745,12 @@ export class ServiceCallGate {
     // What it wants, from the row as read for this renewal: the others' reports of requests sent
     // to wait arrive there first (judged from the last renewal's copy, a lone holder asked for
     // 7/s while 380 requests waited, and took a 7 s ramp to 20/s).
-    const wantIn = (r: BudgetRow, at: number): { want: Want; waiting: boolean } => {
+    const wantIn = (r: BudgetRow, at: number): { want: Want; waiting: boolean; aside: boolean } => {
       const waiting = this.o.pull === true && (this.mayHaveWaiting() || this.othersReportWaiting(r, at));
       if (standsAside(r, at))
-        return { want: { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }, waiting };
+        return { want: { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }, waiting, aside: true };
       return {
+        aside: false,
         want: {
           ...shareWanted({
             askedPerSecond: counted.asked / seconds,
@@ -790,11 +788,10 @@ export class ServiceCallGate {
       // Each attempt decides at its own read: a renewal that lost the row to others for seconds
       // dated its grant from its first read, and it landed expired (staged bench: 7 s).
       const at = this.o.clock.now().getTime();
-      const { want, waiting } = wantIn(r, at);
+      const { want, waiting, aside } = wantIn(r, at);
       // Standing aside it holds nothing, so its entry (its reports) may last longer: renewing every
       // lease, three instances standing aside kept the holder's renewal losing the row (staged
       // bench: 20 times in a row, its grant lapsed and nothing was called for 5 s).
-      const aside = want.rate === 0 && want.concurrency === 0;
       const minMs = aside ? Math.max(this.o.leaseMs, standAsideRenewMs) : this.o.leaseMs;
       const next = renewGrantFor(r, this.o.instance, want, this.o.limits, at, {
         minMs,
@@ -835,11 +832,17 @@ export class ServiceCallGate {
       rate: mine.rate,
       conc: mine.concurrency,
       exp: mine.expiresAt,
-      want: mine.wantRate,
-      wantConc: mine.wantConcurrency,
-      slotRate: mine.slotRate,
-      factor: row.rateFactor,
-      held: row.grants.filter((g) => g.instance !== this.o.instance).map((g) => `${g.rate}/${g.concurrency}`),
+      ...(tracing
+        ? {
+            want: mine.wantRate,
+            wantConc: mine.wantConcurrency,
+            slotRate: mine.slotRate,
+            factor: row.rateFactor,
+            held: row.grants
+              .filter((g) => g.instance !== this.o.instance)
+              .map((g) => `${g.rate}/${g.concurrency}`),
+          }
+        : {}),
     });
     const now = this.o.clock.now().getTime();
     const live = row.grants.filter((g) => g.expiresAt > now);
@@ -856,8 +859,7 @@ export class ServiceCallGate {
       if (seen < now - instanceMemoryMs) this.instancesSeen.delete(i);
     const others = (live as ReportedGrant[]).filter((g) => g.instance !== this.o.instance);
     this.othersWaiting = others.reduce((n, g) => n + (g.waitingNet ?? 0), 0);
-    this.othersDueAt = Math.max(0, ...others.map((g) => g.waitDueAt ?? 0));
-    this.othersEmptyAt = Math.max(0, ...others.map((g) => g.waitEmptyAt ?? 0));
+    ({ dueAt: this.othersDueAt, emptyAt: this.othersEmptyAt } = othersWaitTimes(row, this.o.instance, now));
     this.othersPulledWaitMs = Math.max(0, ...others.map((g) => g.pulledWaitMs ?? 0));
     this.rateNow = rateInForce(this.o.limits, row, now);
     this.returnSpacing = returnSpacingMs(
@@ -894,6 +896,15 @@ function othersHoldAll(row: BudgetRow, instance: string, limits: CallLimits, now
     (limits.maxConcurrentCalls !== undefined && slots >= limits.maxConcurrentCalls) ||
     (Number.isFinite(rateCap) && rate >= Math.floor(rateCap + 1e-9))
   );
+}
+
+/** The latest due time the other live grants in `row` report, and the latest "found empty". */
+function othersWaitTimes(row: BudgetRow, instance: string, now: number): { dueAt: number; emptyAt: number } {
+  const others = (row.grants as ReportedGrant[]).filter((g) => g.instance !== instance && g.expiresAt > now);
+  return {
+    dueAt: Math.max(0, ...others.map((g) => g.waitDueAt ?? 0)),
+    emptyAt: Math.max(0, ...others.map((g) => g.waitEmptyAt ?? 0)),
+  };
 }
 
 function withGrants(row: BudgetRow, grants: ReportedGrant[]): BudgetRow & { grants: ReportedGrant[] } {

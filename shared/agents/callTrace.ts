@@ -27,6 +27,9 @@ export interface TraceEvent {
   [field: string]: unknown;
 }
 
+/** Whether the trace is on (a line's costlier fields are built only then). */
+export const tracing = file !== undefined;
+
 export function traceCall(e: TraceEvent): void {
   if (!file) return;
   try {

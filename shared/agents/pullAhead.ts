@@ -1,6 +1,9 @@
 import type { PulledMessage } from '../messaging/bus.js';
 import { traceCall } from './callTrace.js';
 
+/** A request read ahead and not started within this goes back (its lock lasts a minute). */
+export const maxHoldMs = 20_000;
+
 /**
  * The next waiting request, read while an instance's slots are all busy (issue 26). Under a
  * concurrency limit the throughput is slots / cycle, and reading the next request after a slot
@@ -12,9 +15,6 @@ import { traceCall } from './callTrace.js';
  * pull loop of the instance stops with one in hand, it goes back to the queue, where the next free
  * slot reads it (a delivery of the waiting queue's ten).
  */
-/** A request read ahead and not started within this goes back (its lock lasts a minute). */
-export const maxHoldMs = 20_000;
-
 export class PullAhead {
   private pending: Promise<{ got: PulledMessage[]; at: number }> | undefined;
 
