@@ -231,6 +231,19 @@ export class StateStore {
         const existing = await this.getRow(order.orderId, orderRowKey);
         throw new OrderAlreadyExists(order.orderId, existing ? rowToOrder(existing).requestHash : undefined);
       }
+      const stored = await this.committedAfterAll(order, e);
+      const ours =
+        stored !== undefined &&
+        stored.order.requestHash === order.requestHash &&
+        stored.order.createdAt.getTime() === order.createdAt.getTime();
+      if (ours) {
+        if (!entered) await this.keepListed(listed);
+        return stored;
+      }
+      if (stored) {
+        await this.takeBack(listed, entered);
+        throw new OrderAlreadyExists(order.orderId, stored.order.requestHash);
+      }
       return refused(e);
     }
     const etag = (i: number): string => response.subResponses[i]?.etag ?? '*';
@@ -247,6 +260,22 @@ export class StateStore {
     };
     if (!entered) await this.keepListed(listed);
     return stored;
+  }
+
+  /**
+   * A submission transaction that failed without saying it was refused (a timeout, a connection
+   * lost before the answer) may have committed. One read settles it: the order stored under its
+   * id, or undefined when there is none or the read fails too (then it is refused, and its row
+   * parked for the grace). The caller tells its own order (its body, created at its instant) from
+   * another writer's of the same id. Before, a lost answer was a refusal: the client's retry was answered
+   * from the stored order, which nobody had sent a process-order, and its row waited out the
+   * grace (600 s).
+   */
+  private async committedAfterAll(order: Order, e: unknown): Promise<StoredOrder | undefined> {
+    const status = httpStatusOf(e);
+    // ServerBusy (503) and 4xx answers say the transaction was not applied.
+    if (status !== undefined && (status < 500 || status === 503)) return undefined;
+    return (await this.load(order.orderId).catch(() => null)) ?? undefined;
   }
 
   /**

@@ -128,7 +128,10 @@ test('while a live invocation runs the purge keeps to its share of the time, the
     gapsAfter.every((g) => g < 50),
     `gaps after the live work ended: ${gapsAfter.map((g) => g.toFixed(0))}`,
   );
-  assert.ok(pausedMs >= 200, `paused ${pausedMs} ms`);
+  // The report counts the pauses the timeline shows: at least the share's pause after each order
+  // that another followed while live (how long depends on the machine, so no fixed figure).
+  const owed = paced.reduce((s, g) => s + 0.8 * 3 * g.took, 0);
+  assert.ok(pausedMs >= owed, `paused ${pausedMs} ms, owed ${owed.toFixed(0)} ms while live`);
 });
 
 test('a slice whose live work never ends stops at its budget; the next slices finish, archiving each order once', async () => {

@@ -5,7 +5,9 @@ import { RestError, type TableClient } from '@azure/data-tables';
 import type { AzuriteInstance } from '../../local/azurite.js';
 import type { StateStore } from '../../shared/stateStore/index.js';
 import type { StateIndex } from '../../shared/stateStore/stateIndex.js';
-import { at, indexHas, submitNew, withStore } from './harness.js';
+import { decide, orderWorkflow } from '../../shared/domain/index.js';
+import { OrderAlreadyExists } from '../../shared/stateStore/index.js';
+import { at, indexHas, newOrder, policy, step, submitNew, withStore } from './harness.js';
 
 /**
  * A submission whose Orders transaction is refused (past the table client's own retries) after
@@ -103,12 +105,57 @@ test('a submission refused at the state index (before its transaction) is parked
   }
 });
 
+test('a submission whose transaction committed but whose answer was lost is an order at once, not parked for the grace', async () => {
+  // The chaos scenario table-write-lost-reply (clean-clone CI, stop 37): the answer of the
+  // submission's transaction never came; the host answered 500, the client sent the same
+  // Idempotency-Key again and was answered 202 from the stored order. Nobody had sent that order a
+  // process-order, and its row was parked to the end of the grace (600 s): 11 of 12 terminal.
+  const orderId = randomUUID();
+  const t = 250_000;
+  nextTransaction((real) => async (...args) => {
+    await real(...args);
+    throw new RestError('read ECONNRESET', { code: 'ECONNRESET' });
+  });
+  const stored = await submitNew(store, at(t), orderId);
+  assert.equal(stored.state.processState, 'Pending');
+  // The ETags it returns are the stored ones: the Scheduler's claim with them is not a conflict.
+  const claimed = await step(store, stored, { type: 'Claim', by: 's-1' }, at(t + 1));
+  assert.notEqual(claimed.state.processState, 'Pending');
+  // And its row is not parked: a claim that then stalls is found after the claim timeout.
+  const r = await store.index.sweep(at(t + 90));
+  assert.ok(
+    r.timedOut.some((c) => c.orderId === orderId),
+    'the sweep finds the order 90 s later, not at the end of the grace',
+  );
+});
+
+test('a lost answer to a submission by another writer of the same key is that order, not a second one', async () => {
+  const orderId = randomUUID();
+  const t = 260_000;
+  // Another submission of the key commits first (another body); this one's transaction fails
+  // without an answer. The read that settles the doubt finds the other's order: a conflict.
+  nextTransaction(() => async () => {
+    await submitNew(store, at(t), orderId);
+    throw new RestError('read ECONNRESET', { code: 'ECONNRESET' });
+  });
+  const d = decide(orderWorkflow, null, { type: 'Submit', orderId }, at(t + 1), policy);
+  await assert.rejects(
+    store.submit({ ...newOrder(orderId, 'h2'), createdAt: at(t + 1) }, d.state),
+    (e: unknown) => e instanceof OrderAlreadyExists && e.requestHash === 'h1',
+  );
+});
+
 test('a submission refused after its transaction committed (an ambiguous timeout) still gets its order supervised', async () => {
   const orderId = randomUUID();
   const t = 200_000;
-  // The service applied the transaction, then the answer was a timeout: the writer cannot tell.
+  // The service applied the transaction, then the answer was a timeout, and the read that would
+  // settle it failed too: the writer cannot tell.
   nextTransaction((real) => async (...args) => {
     await real(...args);
+    store.load = () => {
+      delete (store as Partial<StateStore>).load;
+      return Promise.reject(serverBusy());
+    };
     throw new RestError('Operation could not be completed within the specified time.', {
       statusCode: 500,
       code: 'OperationTimedOut',
