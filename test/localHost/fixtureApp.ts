@@ -1,13 +1,19 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 /** The compiled fixture functions (this file compiles next to them under dist/test/localHost). */
 export const fixtureDist = join(__dirname, 'fixtures', 'app');
 
+/** App roots written by this test process, removed when it exits (each run left ~23 in the temp folder). */
+const written: string[] = [];
+process.once('exit', () => {
+  for (const root of written) rmSync(root, { recursive: true, force: true });
+});
+
 /**
  * Writes an app root in a temp folder whose package.json `main` globs some of the compiled fixture
- * files, like a real app's `dist/functions/*.js`.
+ * files, like a real app's `dist/functions/*.js`. The folder goes when the test process exits.
  */
 export function writeFixtureApp(options: {
   files: string;
@@ -15,6 +21,7 @@ export function writeFixtureApp(options: {
   localSettings?: Record<string, unknown>;
 }): string {
   const root = mkdtempSync(join(tmpdir(), 'local-host-app-'));
+  written.push(root);
   const main = `${relative(root, fixtureDist).split('\\').join('/')}/${options.files}`;
   writeFileSync(
     join(root, 'package.json'),
