@@ -148,6 +148,21 @@ const p95 = (xs: number[]) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * 0.95))] : Number.NaN;
 };
 
+/**
+ * Waits until the payment service has answered a charge for every one of `ids` (its own log, in
+ * its own process), or the deadline. The drain after it reads the orders once they are done: its
+ * loads while the limit is measured were the heaviest load on Azurite (each one a scan of the
+ * Orders table there, 400 every half second), and the lease renewals queued behind them.
+ */
+async function awaitCharged(payment: ServiceProcess, ids: string[], from: number, deadlineMs: number) {
+  const want = new Set(ids);
+  while (Date.now() < deadlineMs) {
+    const charged = new Set((await charges(payment, from)).map((c) => (c.key ?? '').split(':')[0]));
+    if ([...want].every((id) => charged.has(id))) return;
+    await sleep(500);
+  }
+}
+
 /** Drains `ids`, recording when each was first seen terminal. */
 async function drainTimed(
   ctx: ChaosContext,
@@ -208,6 +223,7 @@ async function main(): Promise<void> {
       await awaitStagedBacklog(ctx, ids1.length, stageSeconds * 1000, out);
       urls = (await startPaymentHosts(ctx, hosts)).map((h) => h.baseUrl);
     }
+    await awaitCharged(payment, ids1, t1, Date.now() + 300_000);
     await drainTimed(ctx, ids1, Date.now() + 300_000);
     const calls1 = await charges(payment, t1);
     const span = (Math.max(...calls1.map((c) => c.at)) - Math.min(...calls1.map((c) => c.at))) / 1000;

@@ -784,10 +784,15 @@ export class ServiceCallGate {
         : {}),
     };
     let leaseMs = this.o.leaseMs;
+    // For the trace: how many reads the renewal took, and when the last one answered.
+    let attempts = 0;
+    let lastReadAt = now;
     const row = await table.update(this.o.service, (r) => {
       // Each attempt decides at its own read: a renewal that lost the row to others for seconds
       // dated its grant from its first read, and it landed expired (staged bench: 7 s).
       const at = this.o.clock.now().getTime();
+      attempts += 1;
+      lastReadAt = at;
       const { want, waiting, aside } = wantIn(r, at);
       // Standing aside it holds nothing, so its entry (its reports) may last longer: renewing every
       // lease, three instances standing aside kept the holder's renewal losing the row (staged
@@ -806,6 +811,10 @@ export class ServiceCallGate {
       );
     });
     const before = { rate: this.pacer.rate, concurrency: this.grantedSlots };
+    if (tracing) {
+      const t = this.o.clock.now().getTime();
+      traceCall({ ev: 'renew', inst: this.o.instance, t, ms: t - now, attempts, readMs: lastReadAt - now });
+    }
     nextPeriod();
     this.apply(row);
     // While the grant still moves at the short lease (shares settling after demand grew, or
