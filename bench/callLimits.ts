@@ -150,9 +150,9 @@ const p95 = (xs: number[]) => {
 
 /**
  * Waits until the payment service has answered a charge for every one of `ids` (its own log, in
- * its own process), or the deadline. The drain after it reads the orders once they are done: its
- * loads while the limit is measured were the heaviest load on Azurite (each one a scan of the
- * Orders table there, 400 every half second), and the lease renewals queued behind them.
+ * its own process), or the deadline. The drain after it reads the orders once they are done:
+ * while the limit was measured it read all of them every half second, each read a scan of the
+ * Orders table in Azurite, load the measurement added to what it measured.
  */
 async function awaitCharged(payment: ServiceProcess, ids: string[], from: number, deadlineMs: number) {
   const want = new Set(ids);

@@ -108,8 +108,9 @@ export class InFlightIndex {
    * exist, so the row waits for one look at the end of its grace instead of a 404 on every sweep
    * until then. Not deleted: a refusal that was a timeout may have committed the order. The
    * submitter reads it once at once (a committed order is then not parked); when that read fails
-   * too, a look at the state row after the grace tells (a committed order is then supervised). Guarded
-   * by the put's ETag, so a concurrent submission of the same order keeps its own CheckAfter.
+   * too, a look at the state row after the grace tells (a committed order is then supervised).
+   * Guarded by the put's ETag, so a concurrent submission of the same order keeps its own
+   * CheckAfter.
    * Best effort: a row left as it was is still resolved by the sweep.
    */
   async parkUntilGraceEnds(orderId: string, etag: string | undefined, putAt: Date): Promise<void> {

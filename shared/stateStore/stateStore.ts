@@ -266,10 +266,10 @@ export class StateStore {
    * A submission transaction that failed without saying it was refused (a timeout, a connection
    * lost before the answer) may have committed. One read settles it: the order stored under its
    * id, or undefined when there is none or the read fails too (then it is refused, and its row
-   * parked for the grace). The caller tells its own order (its body, created at its instant) from
-   * another writer's of the same id. Before, a lost answer was a refusal: the client's retry was answered
-   * from the stored order, which nobody had sent a process-order, and its row waited out the
-   * grace (600 s).
+   * parked for the grace). The caller tells its own order (its body, created at its instant)
+   * from another writer's of the same id. Before, a lost answer was a refusal: the client's retry
+   * was answered from the stored order, which nobody had sent a process-order, and its row waited
+   * out the grace (600 s).
    */
   private async committedAfterAll(order: Order, e: unknown): Promise<StoredOrder | undefined> {
     const status = httpStatusOf(e);

@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 /** The compiled fixture functions (this file compiles next to them under dist/test/localHost). */
 export const fixtureDist = join(__dirname, 'fixtures', 'app');
 
-/** App roots written by this test process, removed when it exits (each run left ~23 in the temp folder). */
+/** App roots this test process wrote, removed when it exits (a full test run left 23 behind). */
 const written: string[] = [];
 process.once('exit', () => {
   for (const root of written) rmSync(root, { recursive: true, force: true });
