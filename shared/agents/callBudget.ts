@@ -22,7 +22,7 @@ import {
   type Clock,
   type LineOptions,
   type Want,
-  grantGraceMs,
+  othersHoldAll,
   rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -886,25 +886,6 @@ export class ServiceCallGate {
         : Math.min(mine.expiresAt, this.o.clock.now().getTime() + 1_100);
     this.pump();
   }
-}
-
-/**
- * Pull mode: whether the other instances' live grants in `row` hold every slot or all the rate in
- * force (with a slot and rate each): then an instance without a slot has nothing to ask for. With
- * capacity free it asks: a holder on a long lease cut to its own want would leave the rest idle.
- */
-function othersHoldAll(row: BudgetRow, instance: string, limits: CallLimits, now: number): boolean {
-  // Held as long as renewGrant counts them: to the expiry plus the grace (a holder's renewal may be
-  // on the way; seeing its grant expired, three instances asked for slots at once).
-  const live = row.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
-  if (!live.some((g) => g.concurrency > 0 && g.rate > 0)) return false;
-  const slots = live.reduce((n, g) => n + (g.concurrency ?? 0), 0);
-  const rate = live.reduce((n, g) => n + g.rate, 0);
-  const rateCap = rateInForce(limits, row, now);
-  return (
-    (limits.maxConcurrentCalls !== undefined && slots >= limits.maxConcurrentCalls) ||
-    (Number.isFinite(rateCap) && rate >= Math.floor(rateCap + 1e-9))
-  );
 }
 
 /** The latest due time the other live grants in `row` report, and the latest "found empty". */

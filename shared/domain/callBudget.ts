@@ -153,6 +153,33 @@ function carried(rate: number, slots: number, slotRate: number | undefined): num
 }
 
 /**
+ * The other instances' grants in `row` that still count at `now`: to their expiry plus the grace
+ * (a holder's renewal may be on the way).
+ */
+function othersLive(row: BudgetRow, instance: string, now: number): BudgetGrant[] {
+  return row.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
+}
+
+/**
+ * Pull mode: whether the other instances' live grants in `row` hold every slot or all the rate in
+ * force (with a slot and rate each): then an instance without a slot has nothing to ask for. With
+ * capacity free it asks: a holder on a long lease cut to its own want would leave the rest idle.
+ * Held as long as renewGrant counts them (seeing a holder's grant just expired while its renewal
+ * was on the way, three instances asked for slots at once).
+ */
+export function othersHoldAll(row: BudgetRow, instance: string, limits: CallLimits, now: number): boolean {
+  const live = othersLive(row, instance, now);
+  if (!live.some((g) => g.concurrency > 0 && g.rate > 0)) return false;
+  const slots = live.reduce((n, g) => n + (g.concurrency ?? 0), 0);
+  const rate = live.reduce((n, g) => n + g.rate, 0);
+  const rateCap = rateInForce(limits, row, now);
+  return (
+    (limits.maxConcurrentCalls !== undefined && slots >= limits.maxConcurrentCalls) ||
+    (Number.isFinite(rateCap) && rate >= Math.floor(rateCap + 1e-9))
+  );
+}
+
+/**
  * The row after `instance` renews its grant at `now`. Grants past expiry plus the grace are
  * dropped; the instance's fair target follows from everyone's wants, but it takes only what the
  * others do not hold right now, so the live grants never sum above the limits. Giving back is
@@ -167,7 +194,7 @@ export function renewGrant(
   leaseMs: number,
 ): { row: BudgetRow; grant: BudgetGrant } {
   const adapted = raiseRate(row, now, leaseMs);
-  const live = adapted.grants.filter((g) => g.instance !== instance && g.expiresAt + grantGraceMs > now);
+  const live = othersLive(adapted, instance, now);
   const rateCap = rateInForceIgnoringPause(limits, adapted);
   const concCap = limits.maxConcurrentCalls ?? Number.POSITIVE_INFINITY;
   const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
