@@ -23,6 +23,7 @@ import {
   type LineOptions,
   type Want,
   othersHoldAll,
+  holdersLapseAt,
   rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -122,6 +123,11 @@ export const pulledWaitMemoryMs = 5_000;
  * lasts before it renews and looks for free capacity again.
  */
 export const standAsideRenewMs = 5_000;
+
+/** How long after the holders' grants could lapse an instance standing aside looks (clock skew). */
+export const lapseLookMs = 100;
+/** The shortest wait between two looks of an instance standing aside at the row. */
+export const minLookMs = 250;
 
 /** How soon a grant still moving (or outgrown by demand) is renewed: one rate window. */
 export const movingRenewMs = 1_000;
@@ -365,6 +371,9 @@ export class ServiceCallGate {
     this.lastActivity = now;
     return now;
   }
+
+  /** Epoch ms: until when the entry this instance wrote standing aside lasts (0: not aside). */
+  private asideUntil = 0;
 
   /** The slots of this instance's last grant (the pacer's drop to 0 when it lapses). */
   private grantedSlots = 0;
@@ -705,6 +714,7 @@ export class ServiceCallGate {
     const table = await this.o.table;
     const now = this.o.clock.now().getTime();
     this.forgetStale(now);
+    if (this.limited && (await this.watchAside(table, now))) return;
     const seconds = Math.max(1, (now - (this.periodStart || now - this.o.leaseMs)) / 1000);
     // What this period counted, taken now: what arrives during the table round trip belongs to the
     // next period (reset after the write, those were lost, and a holder's next ask fell to 1.5/s).
@@ -738,10 +748,7 @@ export class ServiceCallGate {
     // Judged from the row this renewal decides on: an instance's first renewal had not seen the
     // row, asked for a slot, was owed some of a busy holder's slots and kept them (staged bench:
     // two holders of 10/s and 4 slots ran at about 85 % of the limit, one of 20/s and 8 at 91 %).
-    const standsAside = (r: BudgetRow, at: number) =>
-      this.o.pull === true &&
-      !(this.grantedSlots > 0) &&
-      othersHoldAll(r, this.o.instance, this.o.limits, at);
+    const standsAside = (r: BudgetRow, at: number) => this.standsAside(r, at);
     // What it wants, from the row as read for this renewal: the others' reports of requests sent
     // to wait arrive there first (judged from the last renewal's copy, a lone holder asked for
     // 7/s while 380 requests waited, and took a 7 s ramp to 20/s).
@@ -787,6 +794,7 @@ export class ServiceCallGate {
     // For the trace: how many reads the renewal took, and when the last one answered.
     let attempts = 0;
     let lastReadAt = now;
+    let asideNow = false;
     const row = await table.update(this.o.service, (r) => {
       // Each attempt decides at its own read: a renewal that lost the row to others for seconds
       // dated its grant from its first read, and it landed expired (staged bench: 7 s).
@@ -794,6 +802,7 @@ export class ServiceCallGate {
       attempts += 1;
       lastReadAt = at;
       const { want, waiting, aside } = wantIn(r, at);
+      asideNow = aside;
       // Standing aside it holds nothing, so its entry (its reports) may last longer: renewing every
       // lease, three instances standing aside kept the holder's renewal losing the row (staged
       // bench: 20 times in a row, its grant lapsed and nothing was called for 5 s).
@@ -823,7 +832,47 @@ export class ServiceCallGate {
     const moving =
       mine !== undefined && (mine.rate !== before.rate || mine.concurrency !== before.concurrency);
     this.renewEveryMs = moving && leaseMs === this.o.leaseMs ? Math.min(leaseMs, movingRenewMs) : leaseMs;
+    this.asideUntil = asideNow ? lastReadAt + leaseMs : 0;
+    if (asideNow) this.lookAgainAfter(row, this.o.clock.now().getTime());
     this.renewalFollowsLease();
+  }
+
+  /**
+   * Pull mode: an instance without a slot stands aside while the others' live grants hold every
+   * slot or all the rate (othersHoldAll).
+   */
+  private standsAside(r: BudgetRow, at: number): boolean {
+    return (
+      this.o.pull === true && !(this.grantedSlots > 0) && othersHoldAll(r, this.o.instance, this.o.limits, at)
+    );
+  }
+
+  /**
+   * Standing aside, its entry still good for a while: one read of the row and no write while the
+   * holders still hold everything, the next look when they could lapse. False: renew in full.
+   */
+  private async watchAside(table: CallBudgetTable, now: number): Promise<boolean> {
+    if (!(this.asideUntil - now > this.o.leaseMs / 2)) return false;
+    const { row } = await table.read(this.o.service);
+    const at = this.o.clock.now().getTime();
+    if (!this.standsAside(row, at)) return false;
+    if (tracing)
+      traceCall({ ev: 'renew', inst: this.o.instance, t: at, ms: at - now, attempts: 0, readMs: at - now });
+    this.apply(row);
+    this.lookAgainAfter(row, at);
+    this.renewalFollowsLease();
+    return true;
+  }
+
+  /**
+   * Standing aside: the next look at the row comes when the holders' grants could lapse (a
+   * holder whose renewal was held 5 s left every slot idle until the instances standing aside
+   * renewed their entries, 3 s later in the staged bench), or when its own entry is due.
+   */
+  private lookAgainAfter(row: BudgetRow, at: number): void {
+    const lapse = holdersLapseAt(row, this.o.instance, at);
+    const due = Math.min(this.asideUntil, lapse === undefined ? this.asideUntil : lapse + lapseLookMs);
+    this.renewEveryMs = Math.max(minLookMs, due - at);
   }
 
   private apply(row: BudgetRow): void {

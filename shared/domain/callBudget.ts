@@ -132,6 +132,23 @@ export function integerShares(capacity: number, wants: readonly number[]): numbe
   return floors;
 }
 
+/**
+ * integerShares among those that ask for any (the spare spread over them only): an instance that
+ * wants none stands aside (pull mode), and slots spread to it sat idle with no rate (staged bench:
+ * 4 of 8 slots for 5 s while the one instance calling held 4).
+ */
+function askersShares(capacity: number, wants: readonly number[]): number[] {
+  if (!Number.isFinite(capacity)) return integerShares(capacity, wants);
+  const asking = wants.map((w, i) => ({ w, i })).filter((x) => x.w > 0);
+  const shares = integerShares(
+    capacity,
+    asking.map((x) => x.w),
+  );
+  const out = wants.map(() => 0);
+  asking.forEach((x, k) => (out[x.i] = shares[k]));
+  return out;
+}
+
 export interface Want {
   /** Calls per second this instance would start if it could. */
   rate: number;
@@ -180,6 +197,16 @@ export function othersHoldAll(row: BudgetRow, instance: string, limits: CallLimi
 }
 
 /**
+ * Pull mode, standing aside: when the other instances' grants that hold slots or rate could next
+ * lapse (their expiry plus the grace), the earliest a renewal could find capacity free; undefined
+ * when nobody else holds any.
+ */
+export function holdersLapseAt(row: BudgetRow, instance: string, now: number): number | undefined {
+  const holders = othersLive(row, instance, now).filter((g) => g.concurrency > 0 || g.rate > 0);
+  return holders.length === 0 ? undefined : Math.min(...holders.map((g) => g.expiresAt + grantGraceMs));
+}
+
+/**
  * The row after `instance` renews its grant at `now`. Grants past expiry plus the grace are
  * dropped; the instance's fair target follows from everyone's wants, but it takes only what the
  * others do not hold right now, so the live grants never sum above the limits. Giving back is
@@ -203,7 +230,7 @@ export function renewGrant(
   // instances the slots go to whoever asks while they are free (last would leave them all idle).
   // Then those holding slots: they keep them rather than every renewer moving them around.
   const others = [...live.filter((g) => g.concurrency > 0), ...live.filter((g) => !(g.concurrency > 0))];
-  const concTargets = integerShares(concCap, [want.concurrency, ...others.map((g) => g.wantConcurrency)]);
+  const concTargets = askersShares(concCap, [want.concurrency, ...others.map((g) => g.wantConcurrency)]);
   const concTarget = concTargets[0];
   const heldConc = live.reduce((a, g) => a + g.concurrency, 0);
   // Never below the calls still in flight on a slot it held: others could take the slot while

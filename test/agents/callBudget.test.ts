@@ -410,6 +410,60 @@ describe('global call budget', () => {
     assert.deepEqual(late && [late.wantRate, late.wantConcurrency], [0, 0], 'c asked for nothing either');
   });
 
+  it('pull mode: an instance standing aside takes the slots soon after the holder lapses, not at its own next renewal', async () => {
+    // Staged bench (issue 26, 20/s and 8 slots, 1 s lease): the holder's renewal was held 5 s and
+    // its grant lapsed; the three instances standing aside renewed only 5 s after their last
+    // renewal, and nothing was called for 3 s. Standing aside, an instance now reads the row
+    // when the holders' grants could lapse (expiry plus the grace), and writes only if one did.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
+    const a = gate(service, 'a', limits, 1_000, 1_000, true);
+    assert.equal((await a.admit(request(0))).kind, 'start');
+    let writes = 0;
+    const b = gate(service, 'b', limits, 1_000, 1_000, true, {
+      table: slowTable(
+        () => 0,
+        () => (writes += 1),
+      ),
+    });
+    assert.equal((await b.admit(request(1))).kind, 'wait');
+    // a dies just before b's entry is due for renewal: a's grant still counts then (the grace),
+    // so b stands aside again, and a lapses a moment later.
+    const grantOf = async (instance: string) =>
+      (await table.read(service)).row.grants.find((x) => x.instance === instance);
+    const entryDue = (await grantOf('b'))!.expiresAt;
+    let n = 2;
+    let aExpires = 0;
+    // Each keeps working: a's 8 calls run on (it holds every slot), requests reach both.
+    for (let i = 1; i < 8; i++) assert.equal((await a.admit(request(n++))).kind, 'start');
+    const work = async () => {
+      await a.admit(request(n++));
+      void b.admit(request(n++)).catch(() => undefined);
+    };
+    while ((aExpires = (await grantOf('a'))!.expiresAt) < entryDue - 1_500) {
+      await work();
+      await sleep(100);
+    }
+    const writesWhileAHeld = writes;
+    a.close();
+    const lapse = aExpires + 2_000;
+    let tookAt: number | undefined;
+    while (Date.now() < lapse + 6_000) {
+      void b.admit(request(n++)).catch(() => undefined);
+      const mine = await grantOf('b');
+      if (mine && mine.concurrency > 0) {
+        tookAt = Date.now();
+        break;
+      }
+      await sleep(100);
+    }
+    assert.equal(writesWhileAHeld, 1, 'b wrote its entry once while a held everything');
+    assert.ok(
+      tookAt !== undefined && tookAt - lapse < 1_500,
+      `b took the slots ${tookAt === undefined ? 'not within 6 s' : `${tookAt - lapse} ms`} after a's grant lapsed`,
+    );
+  });
+
   it('pull mode: an instance standing aside writes the lease row seldom, however many requests reach it', async () => {
     // Staged bench (issue 26, 20/s over 4 hosts, 1 s lease): three instances standing aside wrote
     // the row every second and on the requests reaching them; the holder's renewal lost the row to

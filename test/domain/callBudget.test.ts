@@ -7,6 +7,7 @@ import {
   emptyBudgetRow,
   fairShares,
   grantGraceMs,
+  holdersLapseAt,
   integerShares,
   newPacer,
   raiseRate,
@@ -229,6 +230,29 @@ describe('call budget: lease renewals never grant more than the limits together'
       renewGrant(a.row, 'b', { rate: 50, concurrency: 50 }, limits, 30, leaseMs).grant.concurrency,
       1,
     );
+  });
+
+  it('an instance standing aside (it wants no slot) takes none of the spare slots: the one that asks gets them', () => {
+    // Staged bench (issue 26, 20/s and 8 slots, 4 hosts): the holder's grant lapsed; the first
+    // instance to ask wanted 1 slot, and the spare was spread over everyone, the two standing
+    // aside included. They held 3 and 1 slots with no rate for 5 s while the one calling had 4
+    // slots and 15/s, and 5 of 20 calls/s went unused.
+    const aside = { rate: 0, concurrency: 0 };
+    let row = renew({ ...emptyBudgetRow }, 'c', aside, 0).row;
+    row = renew(row, 'd', aside, 10).row;
+    const b = renew(row, 'b', { rate: 84, concurrency: 1 }, 20);
+    assert.deepEqual([b.grant.rate, b.grant.concurrency], [20, 8], sharesOf(b.row));
+    row = renew(renew(b.row, 'c', aside, 100).row, 'd', aside, 110).row;
+    assert.equal(sharesOf(row), 'b:20/8 c:0/0 d:0/0');
+  });
+
+  it('an instance standing aside looks again when the holders could next lapse: their expiry plus the grace', () => {
+    let row = renew({ ...emptyBudgetRow }, 'a', { rate: 20, concurrency: 8 }, 0).row;
+    row = renew(row, 'b', { rate: 0, concurrency: 0 }, 100).row;
+    row = renew(row, 'c', { rate: 20, concurrency: 8 }, 2_000).row;
+    assert.equal(holdersLapseAt(row, 'b', 2_100), leaseMs + grantGraceMs, "a's, the earliest");
+    assert.equal(holdersLapseAt(row, 'a', 2_100), undefined, 'c holds nothing: no holder but a');
+    assert.equal(holdersLapseAt(row, 'b', leaseMs + grantGraceMs + 1), undefined, "a's grant is gone");
   });
 
   it('an expired grant is freed only after the grace', () => {
