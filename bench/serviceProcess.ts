@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from '../chaos/harness.js';
@@ -28,6 +29,15 @@ export async function spawnPaymentService(): Promise<ServiceProcess> {
     [cli, '--inventory-port', '0', '--payment-port', '0', '--shipping-port', '0', '--quiet'],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  // The measuring instrument first: a provider runs on machines of its own, and stamped behind
+  // the hosts on two busy cores its log showed 3 calls sent 138 ms apart as received together
+  // (23 in a 1 s window whose calls the holder had sent over 1.11 s). Raising a priority needs
+  // the privilege; without it the bench says so and runs as before.
+  try {
+    setPriority(child.pid!, -10);
+  } catch (e) {
+    console.error(`the payment service runs at normal priority (${(e as Error).message})`);
+  }
   const url = await new Promise<string>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {

@@ -549,18 +549,33 @@ export class ServiceCallGate {
 
   /** The request admitted under `key` is being sent now: its start counts from now. */
   sending(key: string): void {
+    this.restamp(key, 'send');
+  }
+
+  /**
+   * The request's headers reached the socket (shared/agents/onTheWire.ts): its start counts from
+   * now, once (a retry's write moves nothing).
+   */
+  onTheWire(key: string): void {
+    this.restamp(key, 'wire');
+  }
+
+  private restamp(key: string, ev: 'send' | 'wire'): void {
     const stamp = this.unsent.get(key);
     if (stamp === undefined) return;
-    this.unsent.delete(key);
     const now = this.o.clock.now().getTime();
+    // Kept after the send for the write that follows; forgotten with the other stale ones.
+    if (ev === 'wire') this.unsent.delete(key);
+    else this.unsent.set(key, now);
     restampStart(this.pacer, stamp, now);
-    traceCall({ ev: 'send', inst: this.o.instance, t: now, key, rec: stamp });
+    traceCall({ ev, inst: this.o.instance, t: now, key, rec: stamp });
   }
 
   /** A started call ended (after `ms`). */
   done(ms: number): void {
     release(this.pacer);
-    // A start never sent (its call ended before an attempt) is forgotten within a window's worth.
+    // A start never sent (its call ended before an attempt), or sent and never seen on the socket,
+    // is forgotten within a window's worth.
     if (this.unsent.size > 64) {
       const old = this.o.clock.now().getTime() - 2 * rateWindowMs;
       for (const [k, at] of this.unsent) if (at < old) this.unsent.delete(k);

@@ -21,7 +21,8 @@ export interface TraceEvent {
     | 'pull-end'
     | 'give-back'
     | 'token'
-    | 'renew';
+    | 'renew'
+    | 'wire';
   inst: string;
   t: number;
   [field: string]: unknown;

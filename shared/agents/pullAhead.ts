@@ -4,19 +4,27 @@ import { traceCall } from './callTrace.js';
 /** A request read ahead and not started within this goes back (its lock lasts a minute). */
 export const maxHoldMs = 20_000;
 
+/** The most requests read ahead at once: a rate window frees a few starts together, not more. */
+export const maxReadAhead = 4;
+
 /**
- * The next waiting request, read while an instance's slots are all busy (issue 26). Under a
- * concurrency limit the throughput is slots / cycle, and reading the next request after a slot
- * freed put a queue round trip into every cycle (staged bench, 20/s and 8 slots: 55-84 ms of a
- * 430-510 ms cycle). Read during the calls instead, the slot that frees starts it at once.
+ * The next waiting requests, read while an instance's slots are busy or its rate window is
+ * closed (issue 26). Under a concurrency limit the throughput is slots / cycle, and reading the
+ * next request after a slot freed put a queue round trip into every cycle (staged bench, 20/s and
+ * 8 slots: 55-84 ms of a 430-510 ms cycle). Under a rate limit every start the window admits late
+ * is lost for good (the next start of its window is a window after it), and the window frees
+ * several starts within a few ms: one request read ahead served the first of them, and each of
+ * the others read its own (40-60 ms each). Read ahead, the slot that frees (or the window that
+ * opens) starts at once.
  *
- * One per instance and service (on its gate), taken by whichever pull loop claims the freed slot;
- * its peek-lock is held for about one call, far inside the queue's lock duration. When the last
- * pull loop of the instance stops with one in hand, it goes back to the queue, where the next free
- * slot reads it (a delivery of the waiting queue's ten).
+ * One per instance and service (on its gate), taken by whichever pull loop claims the slot, oldest
+ * first; each peek-lock is held for about one call, far inside the queue's lock duration. When the
+ * last pull loop of the instance stops, what it holds goes back to the queue, where the next free
+ * slot reads it.
  */
 export class PullAhead {
-  private pending: Promise<{ got: PulledMessage[]; at: number }> | undefined;
+  private held: Array<{ m: PulledMessage; at: number }> = [];
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(
     private readonly read: () => Promise<PulledMessage[]>,
@@ -24,33 +32,46 @@ export class PullAhead {
     private readonly holdMs = maxHoldMs,
   ) {}
 
-  /** Reads the next waiting request now, unless one is read (or being read) already. */
-  start(): void {
-    if (this.pending) return;
-    // A failed read is no request: the freed slot reads again itself.
-    this.pending = this.read()
-      .catch(() => [])
-      .then((got) => ({ got, at: Date.now() }));
+  /**
+   * Reads ahead until `want` requests are in hand or being read. Each is a read of its own (a read
+   * of several waits up to a second after the first for the rest when fewer wait).
+   */
+  start(want = 1): void {
+    for (let n = this.held.length + this.pending.size; n < Math.min(want, maxReadAhead); n++) {
+      // A failed read is no request: the slot reads again itself.
+      const p: Promise<void> = this.read()
+        .catch(() => [])
+        .then((got) => {
+          const at = Date.now();
+          for (const m of got) this.held.push({ m, at });
+        })
+        .finally(() => this.pending.delete(p));
+      this.pending.add(p);
+    }
   }
 
   /**
-   * What the read ahead got ([] for nothing), or undefined when none was started. One held past
-   * `holdMs` goes back instead: its lock may be near its end, and a request whose lock lapsed
-   * can be read and called by another instance too.
+   * The oldest request read ahead ([m]), [] when the reads ahead found none, or undefined when none
+   * was read. One held past `holdMs` goes back instead: its lock may be near its end, and a
+   * request whose lock lapsed can be read and called by another instance too.
    */
   async take(): Promise<PulledMessage[] | undefined> {
-    const p = this.pending;
-    this.pending = undefined;
-    if (!p) return undefined;
-    const { got, at } = await p;
-    if (Date.now() - at <= this.holdMs) return got;
-    await this.abandon(got);
-    return [];
+    const reading = this.pending.size > 0;
+    while (this.held.length === 0 && this.pending.size > 0) await Promise.race(this.pending);
+    const stale = this.held.filter((h) => Date.now() - h.at > this.holdMs);
+    this.held = this.held.filter((h) => !stale.includes(h));
+    await this.abandon(stale.map((h) => h.m));
+    const first = this.held.shift();
+    if (first) return [first.m];
+    return reading || stale.length > 0 ? [] : undefined;
   }
 
-  /** The instance's last pull loop stopped: a request read ahead goes back to the queue. */
+  /** The instance's last pull loop stopped: the requests read ahead go back to the queue. */
   async giveBack(): Promise<void> {
-    await this.abandon((await this.take()) ?? []);
+    await Promise.all(this.pending);
+    const all = this.held.map((h) => h.m);
+    this.held = [];
+    await this.abandon(all);
   }
 
   private async abandon(got: PulledMessage[]): Promise<void> {

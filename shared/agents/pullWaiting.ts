@@ -62,10 +62,25 @@ export async function pullTurn(
   if (!gate?.pulling || !deps.bus.pull) return;
   const workers = Math.max(gate.freeSlots(), gate.nextSlotAt() !== undefined ? 1 : 0);
   if (workers === 0) {
-    if (gate.activeChains === 0 && gate.mayHaveWaiting()) await passBaton(deps, queueName, log);
+    if (gate.activeChains > 0) return;
+    // No loop here to start what was read ahead (the grant lapsed): it goes back for others.
+    await gate.readAhead?.giveBack();
+    if (gate.mayHaveWaiting()) await passBaton(deps, queueName, log);
     return;
   }
   await Promise.all(Array.from({ length: workers }, () => pullLoop(deps, queueName, invoked, serve, log)));
+}
+
+/**
+ * The instance's requests read ahead from the service's waiting queue (one per gate): whichever
+ * loop claims a slot takes what was read for it.
+ */
+export function readAheadOf(deps: AgentDependencies, queueName: string): PullAhead {
+  const gate = deps.budget!;
+  return (gate.readAhead ??= new PullAhead(
+    () => deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs),
+    gate.instance,
+  ));
 }
 
 async function pullLoop(
@@ -107,8 +122,7 @@ async function pullWhile(
   const gate = deps.budget!;
   const now = () => deps.clock.now().getTime();
   const read = () => deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs);
-  // One per instance: whichever loop claims the freed slot takes what another read ahead.
-  const ahead = (gate.readAhead ??= new PullAhead(read, gate.instance));
+  const ahead = readAheadOf(deps, queueName);
   let current: Promise<void> | undefined;
   while (now() - invoked < pullForMs) {
     const at = gate.nextSlotAt();
@@ -124,6 +138,10 @@ async function pullWhile(
     }
     if (at > now()) {
       if (at - now() > paceWithinMs) return 'rate';
+      // Requests are read while the window is closed, one for each free slot, so the slots start
+      // them when it opens (it frees several starts within a few ms).
+      if (gate.mayHaveWaiting() && now() - invoked < pullForMs - readAheadStopMs)
+        ahead.start(gate.freeSlots());
       await sleep(at - now());
       continue;
     }

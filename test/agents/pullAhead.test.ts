@@ -36,6 +36,34 @@ describe('reading the next waiting request ahead', () => {
     assert.deepEqual(abandoned, []);
   });
 
+  it('with several slots about to start, as many are read at once and handed out oldest first', async () => {
+    // Staged bench (issue 26, 20/s and 8 slots): the rate window frees several starts within a few
+    // ms; one request read ahead served the first, and each of the others read its own (40-60 ms
+    // each, time the window lost for good).
+    const abandoned: string[] = [];
+    let reads = 0;
+    let inFlight = 0;
+    let most = 0;
+    const ahead = new PullAhead(async () => {
+      const id = `m${(reads += 1)}`;
+      most = Math.max(most, (inFlight += 1));
+      await sleep(20);
+      inFlight -= 1;
+      return [message(id, abandoned)];
+    }, 'i');
+    ahead.start(3);
+    ahead.start(3);
+    const taken = [await ahead.take(), await ahead.take(), await ahead.take(), await ahead.take()];
+    assert.deepEqual(
+      taken.map((m) => m?.map((x) => x.messageId)),
+      [['m1'], ['m2'], ['m3'], undefined],
+    );
+    assert.deepEqual([reads, most], [3, 3], 'three reads, all at once');
+    ahead.start(2);
+    await ahead.giveBack();
+    assert.deepEqual(abandoned, ['m4', 'm5'], 'what no loop started goes back');
+  });
+
   it('one held too long goes back instead of starting (its lock may be near its end)', async () => {
     const abandoned: string[] = [];
     const ahead = new PullAhead(async () => [message('late', abandoned)], 'i', 50);
