@@ -80,6 +80,15 @@ function azuriteEntry(): string {
   return join(pkg.slice(0, -'package.json'.length), 'dist/src/azurite.js');
 }
 
+/**
+ * How long Azurite keeps an idle connection (its default is 5 s). A Node 24 server accepts one
+ * new connection per turn of its event loop (libuv 1.52; strace of the staged bench: one accept4
+ * every 150-350 ms with 35-87 connections queued), so under load a client's new connection
+ * waited 6-20 s while its open ones were served at once: a renewal of a call budget's lease on a
+ * new connection missed its lease. Clients that keep their connections open skip that queue.
+ */
+export const azuriteKeepAliveSeconds = 120;
+
 export async function startAzurite(options: AzuriteOptions = {}): Promise<AzuriteInstance> {
   const services = [...(options.services ?? ['table'])];
   if (!services.includes('table')) services.push('table');
@@ -92,6 +101,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   else args.push('--inMemoryPersistence');
   for (const s of ['blob', 'queue', 'table'] as const) {
     args.push(`--${s}Host`, host, `--${s}Port`, String(options.ports?.[s] ?? 0));
+    args.push(`--${s}KeepAliveTimeout`, String(azuriteKeepAliveSeconds));
   }
 
   installExitHook();

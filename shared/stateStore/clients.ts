@@ -1,4 +1,5 @@
 import { AzureNamedKeyCredential, TableClient, type TableServiceClientOptions } from '@azure/data-tables';
+import type { HttpClient } from '@azure/core-rest-pipeline';
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import type { StateStoreConnection } from '../config/settings.js';
 import { httpStatusOf } from './errors.js';
@@ -22,10 +23,13 @@ export function tableClient(
   tableName: string,
   metrics?: StoreMetrics,
   credential?: TokenCredential,
+  httpClient?: HttpClient,
 ): TableClient {
   const options: TableServiceClientOptions = {
     additionalPolicies: metrics ? [{ policy: metrics.policy(), position: 'perCall' }] : [],
     retryOptions: { ...tableRetryOptions },
+    // Absent: the process's one shared client (one pool of kept-alive connections for all tables).
+    ...(httpClient ? { httpClient } : {}),
   };
   if (connection.kind === 'connectionString') {
     const cs = connection.connectionString;

@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TableClient } from '@azure/data-tables';
@@ -32,4 +33,29 @@ test('Azurite starts from node_modules on free ports, answers, and stops without
   assert.equal(alive(a.pid), false);
   assert.equal(alive(b.pid), false);
   await a.stop(); // idempotent
+});
+
+test('Azurite keeps an idle connection past its own 5 s default, so a client that comes back does not queue for a new one', async () => {
+  // Under load a Node 24 server accepts one new connection per turn of its event loop (strace of
+  // the staged bench: one accept every 150-350 ms, 35-87 queued); a lease renewal every 5 s on a
+  // connection Azurite had closed waited 6-20 s to be accepted.
+  const a = await startAzurite();
+  const agent = new Agent({ keepAlive: true });
+  const get = () =>
+    new Promise<boolean>((resolve, reject) => {
+      const req = request(`${a.tableUrl}/Tables`, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(req.reusedSocket));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  try {
+    assert.equal(await get(), false, 'the first request opens the connection');
+    await new Promise((r) => setTimeout(r, 6_000));
+    assert.equal(await get(), true, 'after 6 s idle the same connection answers');
+  } finally {
+    agent.destroy();
+    await a.stop();
+  }
 });

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
 import { after, before, test } from 'node:test';
 import type { PipelinePolicy } from '@azure/core-rest-pipeline';
 import { startAzurite, type AzuriteInstance } from '../../local/azurite.js';
 import { emptyBudgetRow } from '../../shared/domain/callBudget.js';
 import { CallBudgetTable, leaseReadHedgeMs } from '../../shared/stateStore/callBudgetTable.js';
+import { tableClient } from '../../shared/stateStore/clients.js';
 
 /**
  * The lease row's read is what a renewal waits for, and a renewal that lands after the lease and
@@ -92,4 +95,33 @@ test('a read that answers in time sends no second request; a missing row answers
   } finally {
     count.remove();
   }
+});
+
+test("the lease row's requests keep connections of their own: a burst of the process's other table requests does not make a renewal open one", async () => {
+  // Staged bench (issue 26): a host starting made 32 table requests at once, and a renewal's read
+  // opened a new connection beside them. Azurite (Node 24) accepts one new connection per turn of
+  // its event loop; under load the read waited 6-20 s to be accepted, and the grant lapsed.
+  const others = tableClient(
+    { kind: 'connectionString', connectionString: azurite.connectionString },
+    `Burst${randomUUID().replace(/-/g, '').slice(0, 8)}`,
+  );
+  await others.createTable();
+  await table.read('warm');
+  const reused: boolean[] = [];
+  const onRequest = (message: unknown) => {
+    const request = (message as { request: ClientRequest }).request;
+    if (!request.path.includes(table.client.tableName)) return;
+    request.once('response', () => reused.push(request.reusedSocket));
+  };
+  subscribe('http.client.request.start', onRequest);
+  try {
+    const burst = Array.from({ length: 10 }, (_, i) =>
+      others.upsertEntity({ partitionKey: 'p', rowKey: String(i), n: i }),
+    );
+    await table.read('warm');
+    await Promise.all(burst);
+  } finally {
+    unsubscribe('http.client.request.start', onRequest);
+  }
+  assert.deepEqual(reused, [true], 'the read went over the connection the lease table kept');
 });
