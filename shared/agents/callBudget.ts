@@ -764,13 +764,12 @@ export class ServiceCallGate {
     // Judged from the row this renewal decides on: an instance's first renewal had not seen the
     // row, asked for a slot, was owed some of a busy holder's slots and kept them (staged bench:
     // two holders of 10/s and 4 slots ran at about 85 % of the limit, one of 20/s and 8 at 91 %).
-    const standsAside = (r: BudgetRow, at: number) => this.standsAside(r, at);
     // What it wants, from the row as read for this renewal: the others' reports of requests sent
     // to wait arrive there first (judged from the last renewal's copy, a lone holder asked for
     // 7/s while 380 requests waited, and took a 7 s ramp to 20/s).
     const wantIn = (r: BudgetRow, at: number): { want: Want; waiting: boolean; aside: boolean } => {
       const waiting = this.o.pull === true && (this.mayHaveWaiting() || this.othersReportWaiting(r, at));
-      if (standsAside(r, at))
+      if (this.standsAside(r, at))
         return { want: { rate: 0, concurrency: 0, inFlight: this.pacer.inFlight }, waiting, aside: true };
       return {
         aside: false,

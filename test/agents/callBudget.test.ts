@@ -384,6 +384,22 @@ describe('global call budget', () => {
     );
   });
 
+  /** Pull mode, 20/s and 8 slots: a takes everything, then b comes (its lease-row writes counted). */
+  const holderAndCounted = async () => {
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
+    const a = gate(service, 'a', limits, 1_000, 1_000, true);
+    assert.equal((await a.admit(request(0))).kind, 'start');
+    const counted = { writes: 0 };
+    const b = gate(service, 'b', limits, 1_000, 1_000, true, {
+      table: slowTable(
+        () => 0,
+        () => (counted.writes += 1),
+      ),
+    });
+    return { service, a, b, counted };
+  };
+
   it('pull mode: an instance arriving while another holds the slots stands aside from its first renewal', async () => {
     // Staged bench (issue 26, 20/s and 8 slots): instances arriving after the first holder asked
     // for a slot at their first renewal (they had not seen the row yet), were owed some of its
@@ -415,17 +431,7 @@ describe('global call budget', () => {
     // its grant lapsed; the three instances standing aside renewed only 5 s after their last
     // renewal, and nothing was called for 3 s. Standing aside, an instance now reads the row
     // when the holders' grants could lapse (expiry plus the grace), and writes only if one did.
-    const service = `svc-${randomUUID().slice(0, 8)}`;
-    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
-    const a = gate(service, 'a', limits, 1_000, 1_000, true);
-    assert.equal((await a.admit(request(0))).kind, 'start');
-    let writes = 0;
-    const b = gate(service, 'b', limits, 1_000, 1_000, true, {
-      table: slowTable(
-        () => 0,
-        () => (writes += 1),
-      ),
-    });
+    const { service, a, b, counted } = await holderAndCounted();
     assert.equal((await b.admit(request(1))).kind, 'wait');
     // a dies just before b's entry is due for renewal: a's grant still counts then (the grace),
     // so b stands aside again, and a lapses a moment later.
@@ -444,7 +450,7 @@ describe('global call budget', () => {
       await work();
       await sleep(100);
     }
-    const writesWhileAHeld = writes;
+    const writesWhileAHeld = counted.writes;
     a.close();
     const lapse = aExpires + 2_000;
     let tookAt: number | undefined;
@@ -468,23 +474,13 @@ describe('global call budget', () => {
     // Staged bench (issue 26, 20/s over 4 hosts, 1 s lease): three instances standing aside wrote
     // the row every second and on the requests reaching them; the holder's renewal lost the row to
     // them 20 times in a row (20 s), its grant lapsed, and nothing was called for 5 s.
-    const service = `svc-${randomUUID().slice(0, 8)}`;
-    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 8 };
-    const a = gate(service, 'a', limits, 1_000, 1_000, true);
-    assert.equal((await a.admit(request(0))).kind, 'start');
-    let writes = 0;
-    const b = gate(service, 'b', limits, 1_000, 1_000, true, {
-      table: slowTable(
-        () => 0,
-        () => (writes += 1),
-      ),
-    });
+    const { b, counted } = await holderAndCounted();
     const t0 = Date.now();
     for (let n = 1; Date.now() - t0 < 4_000; n++) {
       assert.equal((await b.admit(request(n))).kind, 'wait');
       await sleep(100);
     }
-    assert.ok(writes <= 2, `b wrote the row ${writes} times in 4 s while standing aside`);
+    assert.ok(counted.writes <= 2, `b wrote the row ${counted.writes} times in 4 s while standing aside`);
   });
 
   it('a start counts in the rate window from when its request is sent, not from when it was admitted', async () => {
