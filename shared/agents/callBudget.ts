@@ -886,7 +886,7 @@ export class ServiceCallGate {
    */
   private lookAgainAfter(row: BudgetRow, at: number): void {
     const lapse = holdersLapseAt(row, this.o.instance, at);
-    const due = Math.min(this.asideUntil, lapse === undefined ? this.asideUntil : lapse + lapseLookMs);
+    const due = Math.min(this.asideUntil, (lapse ?? Number.POSITIVE_INFINITY) + lapseLookMs);
     this.renewEveryMs = Math.max(minLookMs, due - at);
   }
 

@@ -77,11 +77,12 @@ export async function pullTurn(
  */
 export function readAheadOf(deps: AgentDependencies, queueName: string): PullAhead {
   const gate = deps.budget!;
-  return (gate.readAhead ??= new PullAhead(
-    () => deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs),
-    gate.instance,
-  ));
+  return (gate.readAhead ??= new PullAhead(readWaiting(deps, queueName), gate.instance));
 }
+
+/** One read of the service's waiting queue: the next request due, waiting up to `idleWaitMs`. */
+const readWaiting = (deps: AgentDependencies, queueName: string) => () =>
+  deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs);
 
 async function pullLoop(
   deps: AgentDependencies,
@@ -121,7 +122,7 @@ async function pullWhile(
 ): Promise<'empty' | 'no-slot' | 'rate' | 'time' | 'error'> {
   const gate = deps.budget!;
   const now = () => deps.clock.now().getTime();
-  const read = () => deps.bus.pull!(waitingQueueOf(queueName), 1, idleWaitMs);
+  const read = readWaiting(deps, queueName);
   const ahead = readAheadOf(deps, queueName);
   let current: Promise<void> | undefined;
   while (now() - invoked < pullForMs) {

@@ -57,10 +57,10 @@ const num = (v: unknown, fallback = 0): number =>
 /**
  * A lease-row read not answered within this gets a second request, and the first answer wins
  * (the other is abandoned). A renewal waits for the read, and one landing after its lease and
- * grace lapses the grant: in the staged bench single reads from the hosts were held 2-23 s while
- * other instances' reads of the same row took under 1 s, and the limit's holder lost its grant
- * for seconds each time. The second read mends a read held up alone (0-2 a run there), not the
- * reads held together (docs/performance.md, session 10). A point read normally answers in
+ * grace lapses the grant. In the staged bench reads from the hosts were held 2-23 s: each was on
+ * a new connection queued for a loaded Azurite's accept (docs/performance.md, session 11), and the
+ * second read, on another new connection, queued with it; the lease's own connections (open())
+ * mended that. The second read stays for a read held up alone. A point read normally answers in
  * milliseconds, so the second costs one read transaction only when the first is that late.
  * Reads only: a write is ETag-guarded, and a second one would lose to the first.
  */
