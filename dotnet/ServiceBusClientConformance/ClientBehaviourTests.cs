@@ -145,7 +145,9 @@ public sealed class ClientBehaviourTests(EmulatorFixture emulator)
     {
         await using var client = emulator.CreateClient();
         var sender = client.CreateSender("schedule-cancel");
-        var due = DateTimeOffset.UtcNow.AddSeconds(2);
+        // Due 5 s out: due at 2 s, a loaded machine (CI) took over 1 s to schedule, peek and
+        // cancel, and the wait for nothing before the due time ran past it.
+        var due = DateTimeOffset.UtcNow.AddSeconds(5);
         var keep = await sender.ScheduleMessageAsync(new ServiceBusMessage("keep"), due);
         var drop = await sender.ScheduleMessageAsync(new ServiceBusMessage("drop"), due);
         Assert.NotEqual(keep, drop);
@@ -153,7 +155,10 @@ public sealed class ClientBehaviourTests(EmulatorFixture emulator)
         var peeked = await receiver.PeekMessageAsync(fromSequenceNumber: keep);
         Assert.Equal(ServiceBusMessageState.Scheduled, peeked.State);
         await sender.CancelScheduledMessageAsync(drop);
-        Assert.Null(await receiver.ReceiveMessageAsync(TimeSpan.FromSeconds(1)));
+        // Nothing until shortly before the due time.
+        var early = due - DateTimeOffset.UtcNow - TimeSpan.FromMilliseconds(500);
+        Assert.True(early > TimeSpan.Zero, $"scheduling, peeking and cancelling took past {due:O}");
+        Assert.Null(await receiver.ReceiveMessageAsync(early));
         var got = await receiver.ReceiveMessageAsync(Wait);
         Assert.Equal("keep", got.Body.ToString());
         Assert.True(got.EnqueuedTime >= due.AddMilliseconds(-100), $"{got.EnqueuedTime:O} before {due:O}");

@@ -15,6 +15,7 @@ import {
   waitingSpacingMs,
   returnSpacingMs,
   renewalIntervalMs,
+  renewAheadMs,
   renewGrantFor,
   type BudgetRow,
   type CallAdmission,
@@ -375,6 +376,9 @@ export class ServiceCallGate {
 
   /** Epoch ms: until when the entry this instance wrote standing aside lasts (0: not aside). */
   private asideUntil = 0;
+
+  /** How long this instance's last three renewals took, from their start until they landed. */
+  private tookMs: number[] = [];
 
   /** The slots of this instance's last grant (the pacer's drop to 0 when it lapses). */
   private grantedSlots = 0;
@@ -835,10 +839,17 @@ export class ServiceCallGate {
       );
     });
     const before = { rate: this.pacer.rate, concurrency: this.grantedSlots };
-    if (tracing) {
-      const t = this.o.clock.now().getTime();
-      traceCall({ ev: 'renew', inst: this.o.instance, t, ms: t - now, attempts, readMs: lastReadAt - now });
-    }
+    const landed = this.o.clock.now().getTime();
+    this.tookMs = [...this.tookMs.slice(-2), landed - now];
+    if (tracing)
+      traceCall({
+        ev: 'renew',
+        inst: this.o.instance,
+        t: landed,
+        ms: landed - now,
+        attempts,
+        readMs: lastReadAt - now,
+      });
     nextPeriod();
     this.apply(row);
     // While the grant still moves at the short lease (shares settling after demand grew, or
@@ -847,6 +858,16 @@ export class ServiceCallGate {
     const moving =
       mine !== undefined && (mine.rate !== before.rate || mine.concurrency !== before.concurrency);
     this.renewEveryMs = moving && leaseMs === this.o.leaseMs ? Math.min(leaseMs, movingRenewMs) : leaseMs;
+    // A holder whose renewals are slow renews early enough to land within half the grace.
+    if (!asideNow && mine && mine.rate > 0 && mine.concurrency > 0)
+      this.renewEveryMs = renewAheadMs(
+        mine.expiresAt,
+        landed,
+        Math.max(...this.tookMs),
+        leaseMs,
+        this.renewEveryMs,
+        renewingGraceMs / 2,
+      );
     this.asideUntil = asideNow ? lastReadAt + leaseMs : 0;
     if (asideNow) this.lookAgainAfter(row, this.o.clock.now().getTime());
     this.renewalFollowsLease();

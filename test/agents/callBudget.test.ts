@@ -353,6 +353,31 @@ describe('global call budget', () => {
     assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
 
+  it("a holder whose renewals take longer than the grace renews ahead of its grant's expiry (it does not lapse)", async () => {
+    // Staged bench (issue 26, session 12): on a loaded Azurite a renewal took 1.5-3 s, and the
+    // next began a lease after the last ended, past the grant's expiry: the renewal landed after
+    // the expiry plus the 1.5 s grace, and the holder of 20/s had no grant 6 times in one run
+    // (one second with no call at all). Here each renewal takes 1.7 s before its read: renewed a
+    // lease after the last, the grant lapsed for 0.2 s of every 2.7 s.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'a', { maxCallsPerSecond: 20, maxConcurrentCalls: 4 }, 1_000, 1_000, true, {
+      table: slowTable(() => renewingGraceMs + 200),
+    });
+    assert.equal((await g.admit(request(0))).kind, 'start');
+    g.done(10);
+    const lapsed: number[] = [];
+    const t0 = Date.now();
+    while (Date.now() - t0 < 7_000) {
+      await sleep(50);
+      const c = g.claim();
+      if (c !== undefined) {
+        g.pulled(c, { key: `k${Date.now()}`, orderId: 'o', customer: 'c', waited: true, since: Date.now() });
+        g.done(10);
+      } else if (g.nextSlotAt() === undefined) lapsed.push(Date.now() - t0);
+    }
+    assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
+  });
+
   it('with the default 5 s lease, a grant that demand outgrew reaches the limit within a few windows, not leases', async () => {
     // Staged bench (issue 26, 20/s and 8 slots, CALL_BUDGET_LEASE_SECONDS 5): the first grants
     // were sized on one request each (a long lease cut to 5/s and 1 slot), and each step up came a

@@ -16,6 +16,7 @@ import {
   renewGrant,
   renewGrantFor,
   renewalIntervalMs,
+  renewAheadMs,
   callsPerRenewal,
   type BudgetRow,
   type CallLimits,
@@ -306,6 +307,33 @@ describe('call budget: lease renewals never grant more than the limits together'
 });
 
 describe('call budget: the lease follows demand (cost per call, not per instance)', () => {
+  it('a holder renews ahead of its expiry when its renewals are slow, at most twice a lease', () => {
+    // A fast table: a lease after the last, as without it.
+    assert.equal(renewAheadMs(10_990, 10_000, 20, 1_000, 1_000, 750), 1_000);
+    // Renewals of 1.7 s against a 1 s lease: at half a lease, not at once, not a lease later.
+    assert.equal(renewAheadMs(10_990, 10_000, 1_700, 1_000, 1_000, 750), 500);
+    // Renewals of 1.2 s: landing 750 ms past the expiry.
+    assert.equal(renewAheadMs(10_990, 10_000, 1_200, 1_000, 1_000, 750), 540);
+    // A long lease: its own period.
+    assert.equal(renewAheadMs(70_000, 10_000, 20, 5_000, 60_000, 750), 60_000);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -5_000, max: 60_000 }),
+        fc.integer({ min: 0, max: 10_000 }),
+        fc.integer({ min: 100, max: 60_000 }),
+        fc.integer({ min: 100, max: 60_000 }),
+        fc.integer({ min: 0, max: 2_000 }),
+        (left, took, lease, every, slack) => {
+          const ms = renewAheadMs(1_000_000 + left, 1_000_000, took, lease, every, slack);
+          assert.ok(ms <= every);
+          assert.ok(ms >= Math.min(every, lease / 2));
+          // As slow as the last, it lands within the slack whenever the floor allows.
+          if (left + slack - took >= lease / 2) assert.ok(ms + took <= left + slack);
+        },
+      ),
+    );
+  });
+
   it('renews once per 50 calls, between the shortest and the longest lease', () => {
     assert.equal(renewalIntervalMs(25, 5_000, 60_000), 5_000);
     assert.equal(renewalIntervalMs(2, 5_000, 60_000), 25_000);
