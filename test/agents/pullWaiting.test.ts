@@ -230,6 +230,83 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.equal((await held(infra, waitingQueue, waiters[0].orderId)).length, 0, 'nothing left behind');
   });
 
+  it("a call taken straight from the Agent's queue frees its slot for the next waiting request before its reply is sent", async () => {
+    // Staged bench (issue 26, session 12): a host's first calls are admitted straight from the
+    // Agent's queue, and their slots pulled only after their replies reached the Scheduler (300 ms
+    // on the loaded emulator), with 380 requests waiting. Here a reply takes 600 ms to send.
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    const slowReplies: MessageBus = Object.assign(Object.create(infra.bus) as MessageBus, {
+      send: async (entity: string, messages: Parameters<MessageBus['send']>[1]) => {
+        if (entity === queues.scheduler) await sleep(600);
+        return infra.bus.send(entity, messages);
+      },
+    });
+    const waiters = await waitingRequests(2);
+    const first = request();
+    await run(service, g, first, slowReplies);
+    const answered = Date.parse(charges(first.idempotencyKey)[0]?.answeredAt ?? '');
+    const next = charges(waiters[0].idempotencyKey);
+    assert.equal(next.length, 1, 'the freed slot pulled the oldest waiting request and called it');
+    const gap = Date.parse(next[0].receivedAt) - answered;
+    assert.ok(
+      gap >= 0,
+      `never two at once: the next reached the service ${-gap} ms before the first was answered`,
+    );
+    assert.ok(gap < 300, `the next call waited for the first one's reply: ${gap} ms after its answer`);
+    const replies = await held(infra, queues.scheduler, first.orderId);
+    assert.deepEqual(
+      replies.map((r) => r.body.outcome),
+      ['succeeded'],
+      "the first call's reply reached the Scheduler all the same",
+    );
+    assert.equal(charges(waiters[1].idempotencyKey).length, 1, 'and the slot went on pulling');
+  });
+
+  it('a request sent to wait while every slot is busy starts the read ahead before it is sent', async () => {
+    // Staged bench (issue 26, session 12): a host's read ahead began only after the request had
+    // been sent to the waiting queue (300 ms on the loaded emulator), and its first reads opened
+    // their links after that. Here sending to the waiting queue takes 600 ms.
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    let firstRead = 0;
+    let sentToWait = 0;
+    const slowWaits: MessageBus = Object.assign(Object.create(infra.bus) as MessageBus, {
+      send: async (entity: string, messages: Parameters<MessageBus['send']>[1]) => {
+        if (entity !== waitingQueue) return infra.bus.send(entity, messages);
+        await sleep(600);
+        await infra.bus.send(entity, messages);
+        sentToWait ||= Date.now();
+      },
+      pull: (entity: string, max: number, waitMs: number) => {
+        firstRead ||= Date.now();
+        return infra.bus.pull!(entity, max, waitMs);
+      },
+    });
+    const first = request();
+    const second = request();
+    // The first call holds the only slot for 1.5 s: any read before then is the read ahead.
+    payment.setFaults({ latencyMs: 1_500 });
+    const firstRun = run(service, g, first, slowWaits);
+    await sleep(50);
+    try {
+      await run(service, g, second, slowWaits);
+      await firstRun;
+    } finally {
+      payment.setFaults({ latencyMs: 300 });
+    }
+    assert.ok(firstRead > 0 && sentToWait > 0, 'the second request waited and was read back');
+    assert.ok(
+      sentToWait - firstRead >= 400,
+      `the first read ahead began ${sentToWait - firstRead} ms before the request reached the waiting queue`,
+    );
+    assert.equal(charges(second.idempotencyKey).length, 1, 'the second request was called, once');
+  });
+
   it('a pull loop whose grant lapses while its renewal is on the way goes on when the renewal lands', async () => {
     // Staged bench (issue 26, 20/s over 4 hosts): the holder's renewal landed 0.3 s after its
     // grant's grace ran out; its pull loops had ended on "no slot", nothing started them again,
