@@ -2,6 +2,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 import { addHost, sleep, type ChaosContext } from '../chaos/harness.js';
 import { disabledSettingName } from '../local/host/disabled.js';
 import type { SpawnedLocalHost } from '../local/host/index.js';
+import { orderWorkflowVersions } from '../shared/domain/index.js';
 import { agentKey, queues } from '../shared/messaging/entities.js';
 
 /**
@@ -65,9 +66,25 @@ export async function awaitStagedBacklog(
   throw new Error(`staging: only ${depth} of ${count} payment requests reached the queue in ${withinMs} ms`);
 }
 
+/**
+ * A payment host's settings: the payment Agent on; with `alone`, every other triggered function off
+ * (the Scheduler, the Supervisor, the other Agents; its HTTP functions stay, idle).
+ */
+export function paymentHostSettings(alone: boolean): Record<string, string> {
+  const others = alone
+    ? [
+        'scheduler',
+        'supervisor',
+        ...orderWorkflowVersions.all.flatMap((w) => w.steps.map((s) => agentKey(s.agent))),
+      ].filter((f) => f !== paymentAgent)
+    : [];
+  return {
+    ...Object.fromEntries(others.map((f) => [disabledSettingName(f), 'true'])),
+    [disabledSettingName(paymentAgent)]: 'false',
+  };
+}
+
 /** Starts `n` hosts with the payment Agent on, together (the stack's own host keeps it off). */
-export function startPaymentHosts(ctx: ChaosContext, n: number): Promise<SpawnedLocalHost[]> {
-  return Promise.all(
-    Array.from({ length: n }, () => addHost(ctx, { [disabledSettingName(paymentAgent)]: 'false' })),
-  );
+export function startPaymentHosts(ctx: ChaosContext, n: number, alone = false): Promise<SpawnedLocalHost[]> {
+  return Promise.all(Array.from({ length: n }, () => addHost(ctx, paymentHostSettings(alone))));
 }
