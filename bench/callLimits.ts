@@ -306,6 +306,8 @@ async function main(): Promise<void> {
     const ids2 = (await Promise.all(submitted2)).filter((x): x is string => x !== undefined);
     await drainTimed(ctx, ids2, Date.now() + 300_000);
     const calls2 = await charges(payment, t2);
+    if (values.trace)
+      writeFileSync(`${values.trace}.storm.json`, JSON.stringify({ stormStart, stormEnd, calls: calls2 }));
     const first429 = Math.min(...calls2.filter((c) => c.status === 429).map((c) => c.at));
     const inPause = calls2.filter((c) => c.at > first429 + 1000 && c.at < first429 + retryAfter * 1000);
     const refused = calls2.filter((c) => c.status === 429).length;
