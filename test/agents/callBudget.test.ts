@@ -327,6 +327,21 @@ describe('global call budget', () => {
     assert.deepEqual(lapsed, [], `a's grant lapsed while it worked, at +${lapsed.join(', +')} ms`);
   });
 
+  /** A holder pulls a request every 50 ms for `forMs`: when (ms from the start) it had no usable grant. */
+  const lapsesWhilePulling = async (g: ServiceCallGate, forMs: number) => {
+    const lapsed: number[] = [];
+    const t0 = Date.now();
+    while (Date.now() - t0 < forMs) {
+      await sleep(50);
+      const c = g.claim();
+      if (c !== undefined) {
+        g.pulled(c, { key: `k${Date.now()}`, orderId: 'o', customer: 'c', waited: true, since: Date.now() });
+        g.done(10);
+      } else if (g.nextSlotAt() === undefined) lapsed.push(Date.now() - t0);
+    }
+    return lapsed;
+  };
+
   it("a slow table round trip does not let a working holder's grant lapse (the renewal grace covers it)", async () => {
     // Bench trace (issue 26, 4 hosts at 20/s on two cores): a renewal's read-decide-write took
     // 0.6-1 s, and the next began a lease after the last one ended, so it ended past the grant's
@@ -340,16 +355,7 @@ describe('global call budget', () => {
       'start',
     );
     g.done(10);
-    const lapsed: number[] = [];
-    const t0 = Date.now();
-    while (Date.now() - t0 < 5_000) {
-      await sleep(50);
-      const c = g.claim();
-      if (c !== undefined) {
-        g.pulled(c, { key: `k${Date.now()}`, orderId: 'o', customer: 'c', waited: true, since: Date.now() });
-        g.done(10);
-      } else if (g.nextSlotAt() === undefined) lapsed.push(Date.now() - t0);
-    }
+    const lapsed = await lapsesWhilePulling(g, 5_000);
     assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
 
@@ -365,16 +371,7 @@ describe('global call budget', () => {
     });
     assert.equal((await g.admit(request(0))).kind, 'start');
     g.done(10);
-    const lapsed: number[] = [];
-    const t0 = Date.now();
-    while (Date.now() - t0 < 7_000) {
-      await sleep(50);
-      const c = g.claim();
-      if (c !== undefined) {
-        g.pulled(c, { key: `k${Date.now()}`, orderId: 'o', customer: 'c', waited: true, since: Date.now() });
-        g.done(10);
-      } else if (g.nextSlotAt() === undefined) lapsed.push(Date.now() - t0);
-    }
+    const lapsed = await lapsesWhilePulling(g, 7_000);
     assert.deepEqual(lapsed, [], `the holder had no usable grant at +${lapsed.join(', +')} ms`);
   });
 

@@ -100,6 +100,9 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     await r.close();
   };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** The emulator's bus with some of its operations replaced (slowed, counted). */
+  const busWith = (over: Partial<MessageBus>): MessageBus =>
+    Object.assign(Object.create(infra.bus) as MessageBus, over);
 
   it('a request without a slot waits in the waiting queue, holding nothing, and the call that ends pulls it', async () => {
     resetCircuitBreakers();
@@ -200,7 +203,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     await drainQueue(waitingQueue);
     const service = `payment-${randomUUID().slice(0, 8)}`;
     const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
-    const slowReads: MessageBus = Object.assign(Object.create(infra.bus) as MessageBus, {
+    const slowReads: MessageBus = busWith({
       pull: async (entity: string, max: number, waitMs: number) => {
         await sleep(250);
         return infra.bus.pull!(entity, max, waitMs);
@@ -238,7 +241,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     await drainQueue(waitingQueue);
     const service = `payment-${randomUUID().slice(0, 8)}`;
     const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
-    const slowReplies: MessageBus = Object.assign(Object.create(infra.bus) as MessageBus, {
+    const slowReplies: MessageBus = busWith({
       send: async (entity: string, messages: Parameters<MessageBus['send']>[1]) => {
         if (entity === queues.scheduler) await sleep(600);
         return infra.bus.send(entity, messages);
@@ -275,7 +278,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
     let firstRead = 0;
     let sentToWait = 0;
-    const slowWaits: MessageBus = Object.assign(Object.create(infra.bus) as MessageBus, {
+    const slowWaits: MessageBus = busWith({
       send: async (entity: string, messages: Parameters<MessageBus['send']>[1]) => {
         if (entity !== waitingQueue) return infra.bus.send(entity, messages);
         await sleep(600);
