@@ -159,7 +159,6 @@ export async function handleAgentRequest(
     : undefined;
   try {
     await serveRequest(deps, queueName, request, completeBy, log, slotFreed);
-    slotFreed?.();
   } finally {
     await pulled;
   }

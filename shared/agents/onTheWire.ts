@@ -7,8 +7,8 @@ import { subscribe } from 'node:diagnostics_channel';
  * call. In the staged bench the send took 4 ms to reach the socket at the median but up to 139 ms
  * while a host warmed up (its connections opening), against 10-47 ms at most (7 runs) from the
  * socket to the service's receipt; counted from the send, two such delays put 23 and 24 calls in
- * one of the service's 1 s windows. Without the channel (another fetch) nothing fires and the send's stamp
- * stands.
+ * one of the service's 1 s windows. Without the channel (another fetch) nothing fires and the
+ * send's stamp stands.
  */
 const channel = 'undici:client:sendHeaders';
 const waiting = new Map<string, () => void>();

@@ -331,8 +331,8 @@ export function renewalIntervalMs(startedPerSecond: number, minMs: number, maxMs
  * than half a lease after the last (a slow table costs at most twice the renewals). Renewed a
  * lease after the last landed, a renewal slower than the renewing grace let the grant lapse every
  * time (staged bench on a loaded Azurite: 1.5-3 s renewals). Where the table answers in
- * milliseconds nothing changes: renewals less than a rate window apart re-hold a rate that drops
- * at each (`heldRate`), and the others wait for it.
+ * milliseconds nothing changes, on purpose: renewals less than a rate window apart would re-hold
+ * a rate that drops at each (`heldRate`) and keep it from the others.
  */
 export function renewAheadMs(
   expiresAt: number,
