@@ -134,6 +134,12 @@ export const minLookMs = 250;
 /** How soon a grant still moving (or outgrown by demand) is renewed: one rate window. */
 export const movingRenewMs = 1_000;
 
+/**
+ * Renewals one window apart an instance owed more than its grant makes while the grant does not
+ * move, before it waits a lease again.
+ */
+export const maxOwedRenewals = 3;
+
 /** Calls timed before an instance says what one slot carries (Want.slotRate): one is an outlier. */
 export const minCallsForSlotRate = 5;
 
@@ -376,6 +382,9 @@ export class ServiceCallGate {
 
   /** Epoch ms: until when the entry this instance wrote standing aside lasts (0: not aside). */
   private asideUntil = 0;
+
+  /** Renewals in a row that found it owed more than it got and did not move its grant. */
+  private owedRenewals = 0;
 
   /** How long this instance's last three renewals took, from their start until they landed. */
   private tookMs: number[] = [];
@@ -810,6 +819,7 @@ export class ServiceCallGate {
         : {}),
     };
     let leaseMs = this.o.leaseMs;
+    let owed = false;
     // For the trace: how many reads the renewal took, and when the last one answered.
     let attempts = 0;
     let lastReadAt = now;
@@ -833,6 +843,7 @@ export class ServiceCallGate {
         waiting,
       });
       leaseMs = next.leaseMs;
+      owed = next.owed && !aside;
       return withGrants(
         next.row,
         next.row.grants.map((g) => (g.instance === this.o.instance ? { ...g, ...report } : g)),
@@ -858,6 +869,12 @@ export class ServiceCallGate {
     const moving =
       mine !== undefined && (mine.rate !== before.rate || mine.concurrency !== before.concurrency);
     this.renewEveryMs = moving && leaseMs === this.o.leaseMs ? Math.min(leaseMs, movingRenewMs) : leaseMs;
+    // Owed more than it got (others hold it): what they give back at their renewals, a window or
+    // so away, it takes one window later too, not a lease later; a few times in a row at most
+    // while its grant does not move (a holder's calls in flight can keep its slots for good).
+    this.owedRenewals = owed && !moving ? this.owedRenewals + 1 : 0;
+    if (owed && this.owedRenewals <= maxOwedRenewals)
+      this.renewEveryMs = Math.min(this.renewEveryMs, movingRenewMs);
     // A holder whose renewals are slow renews early enough to land within half the grace.
     if (!asideNow && mine && mine.rate > 0 && mine.concurrency > 0)
       this.renewEveryMs = renewAheadMs(

@@ -210,7 +210,8 @@ export function holdersLapseAt(row: BudgetRow, instance: string, now: number): n
  * The row after `instance` renews its grant at `now`. Grants past expiry plus the grace are
  * dropped; the instance's fair target follows from everyone's wants, but it takes only what the
  * others do not hold right now, so the live grants never sum above the limits. Giving back is
- * immediate; the others take it at their own next renewal.
+ * immediate; the others take it at their own next renewal (`owed`: this one got less than its
+ * fair share, so renewing soon may take more).
  */
 export function renewGrant(
   row: BudgetRow,
@@ -219,7 +220,7 @@ export function renewGrant(
   limits: CallLimits,
   now: number,
   leaseMs: number,
-): { row: BudgetRow; grant: BudgetGrant } {
+): { row: BudgetRow; grant: BudgetGrant; owed: boolean } {
   const adapted = raiseRate(row, now, leaseMs);
   const live = othersLive(adapted, instance, now);
   const rateCap = rateInForceIgnoringPause(limits, adapted);
@@ -308,7 +309,12 @@ export function renewGrant(
     grant.heldRate = previous.heldRate;
     grant.heldUntil = previous.heldUntil;
   }
-  return { row: { ...adapted, grants: [...live, grant] }, grant };
+  // Its fair share is more than it got: others hold the rest (above their own shares, or rate
+  // given back and held for a window), and it comes free at their renewals, not at this one.
+  const owed =
+    (Number.isFinite(concCap) && concTarget > concurrency) ||
+    (canCall && Number.isFinite(rateTarget) && rateTarget - rate >= 1 - 1e-9);
+  return { row: { ...adapted, grants: [...live, grant] }, grant, owed };
 }
 
 /**
@@ -364,7 +370,7 @@ export function renewGrantFor(
   limits: CallLimits,
   now: number,
   lease: { minMs: number; maxMs: number; startedPerSecond: number; waiting?: boolean },
-): { row: BudgetRow; grant: BudgetGrant; leaseMs: number } {
+): { row: BudgetRow; grant: BudgetGrant; owed: boolean; leaseMs: number } {
   const r = renewGrant(row, instance, want, limits, now, lease.minMs);
   const anyShort = r.row.grants.some((g) => g.expiresAt + grantGraceMs > now && isShort(g));
   // Requests waiting in the service's queue are demand no want shows (in pull mode the instances
@@ -391,6 +397,7 @@ export function renewGrantFor(
   return {
     row: { ...r.row, grants: r.row.grants.map((g) => (g.instance === instance ? grant : g)) },
     grant,
+    owed: false,
     leaseMs,
   };
 }

@@ -376,6 +376,48 @@ describe('call budget: the lease follows demand (cost per call, not per instance
   });
 });
 
+describe('call budget: a renewer owed more than it got', () => {
+  it('is owed while others hold its fair share, and no longer once the shares settle', () => {
+    const want = { rate: 40, concurrency: 16 };
+    // a alone takes everything; b comes and finds nothing free.
+    const a = renewGrant({ ...emptyBudgetRow }, 'a', want, limits, 0, leaseMs);
+    assert.deepEqual([a.grant.rate, a.grant.concurrency, a.owed], [20, 8, false]);
+    const b = renewGrant(a.row, 'b', want, limits, 100, leaseMs);
+    assert.deepEqual([b.grant.rate, b.grant.concurrency, b.owed], [0, 0, true], 'b is owed half');
+    // a renews (no call in flight): it keeps its fair half and gives the rest back.
+    const a2 = renewGrant(b.row, 'a', want, limits, 1_000, leaseMs);
+    assert.deepEqual([a2.grant.rate, a2.grant.concurrency, a2.owed], [10, 4, false]);
+    // b within the window a's rate is still held: the slots now, the rate not yet; still owed.
+    const b2 = renewGrant(a2.row, 'b', want, limits, 1_500, leaseMs);
+    assert.deepEqual([b2.grant.rate, b2.grant.concurrency, b2.owed], [0, 4, true]);
+    // A window later it has its share, and nobody is owed.
+    const b3 = renewGrant(b2.row, 'b', want, limits, 2_100, leaseMs);
+    assert.deepEqual([b3.grant.rate, b3.grant.concurrency, b3.owed], [10, 4, false]);
+    assert.equal(renewGrant(b3.row, 'a', want, limits, 2_200, leaseMs).owed, false);
+  });
+
+  it('a holder of all it wants is never owed, whatever the others hold', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({ rate: fc.integer({ min: 0, max: 30 }), concurrency: fc.integer({ min: 0, max: 10 }) }),
+          {
+            minLength: 1,
+            maxLength: 5,
+          },
+        ),
+        (wants) => {
+          let row: BudgetRow = { ...emptyBudgetRow };
+          wants.forEach((w, i) => (row = renewGrant(row, `i${i}`, w, limits, i, leaseMs).row));
+          const mine = { rate: 1, concurrency: 1 };
+          const r = renewGrant(row, 'me', mine, limits, 10, leaseMs);
+          if (r.grant.rate >= 1 && r.grant.concurrency >= 1) assert.equal(r.owed, false);
+        },
+      ),
+    );
+  });
+});
+
 describe('call budget: a 429 pauses everyone and the rate adapts (AIMD)', () => {
   it('pauses until Retry-After and halves the rate once per pause', () => {
     let row = renewGrant({ ...emptyBudgetRow }, 'a', { rate: 40, concurrency: 8 }, limits, 0, leaseMs).row;
