@@ -394,6 +394,8 @@ export class ServiceCallGate {
 
   /** Pull loops running in this process's invocations (shared/agents/pullWaiting.ts). */
   activeChains = 0;
+  /** Whether one of them waits for the rate window (the instance's last loop, kept going). */
+  windowWaiter = false;
   /** The next waiting request, read ahead by this instance's pull loops (shared/agents/pullAhead.ts). */
   readAhead: PullAhead | undefined;
   private lastTokenAt = 0;
@@ -524,8 +526,7 @@ export class ServiceCallGate {
     // step up of a grant cut to one request's want came a lease later (staged bench: 5 s at 5/s).
     if ((a.reason === 'rate' || a.reason === 'concurrency') && this.renewEveryMs > this.o.leaseMs) {
       this.renewEveryMs = Math.min(this.o.leaseMs, movingRenewMs);
-      if (t - this.periodStart >= this.renewEveryMs) void this.renew().catch(() => undefined);
-      else this.renewalFollowsLease();
+      void this.renew().catch(() => undefined);
     }
     if (a.reason === 'concurrency') this.concurrencyWaits += 1;
     this.waiting.set(request.key, { since: request.since, orderId: request.orderId, at: a.at });

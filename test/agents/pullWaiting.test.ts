@@ -331,6 +331,31 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.equal(called, 12, `the invocation called ${called} of 12 waiting requests before it ended`);
   });
 
+  it("an instance's last pull loop waits for its rate window to open, even one longer than a second", async () => {
+    // Staged bench (issue 26, 20/s over 4 hosts, 5 s lease): an instance granted 1 call/s ended
+    // every pull loop (its window, 1 s plus the margin, was over the 1 s a loop waits); the baton
+    // its last loop left reached an instance already pulling and was dropped, and when its grant
+    // grew to 4/s and 2 slots it pulled nothing for 10 s.
+    resetCircuitBreakers();
+    await drainQueue(queues.paymentAgent);
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 1, maxConcurrentCalls: 2 }, 1_000);
+    const waiters = await waitingRequests(3);
+    await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
+    const calls = waiters.map((w) => charges(w.idempotencyKey));
+    assert.deepEqual(
+      calls.map((c) => c.length),
+      [1, 1, 1],
+      'the one invocation called every waiting request, one a second',
+    );
+    const at = calls.map((c) => Date.parse(c[0].receivedAt)).sort((a, b) => a - b);
+    assert.ok(
+      at[2] - at[0] >= 2_000,
+      `never two in one second: ${at[1] - at[0]} and ${at[2] - at[1]} ms apart`,
+    );
+  });
+
   it('a token read without a slot passes on while requests may wait; one past the last hop is dropped', async () => {
     resetCircuitBreakers();
     await drainQueue(queues.paymentAgent);
