@@ -518,12 +518,12 @@ export class ServiceCallGate {
       ...(a.startBy !== undefined ? { startBy: a.startBy, ahead: this.othersWaiting + this.netWaiting } : {}),
     });
     recordCallWait(this.o.service, a.reason);
-    // Short inside a long lease (demand grew): renew now rather than at the lease's end, or, a
-    // lease period after the last renewal, at the latest within one short lease (in pull mode a
+    // Short inside a long lease (demand grew): renew now, not at the lease's end (in pull mode a
     // request waits once, so no later wait would come to renew: the row, and the operators'
-    // readout, showed nothing waiting for the rest of a 60 s lease).
-    // Within one window of the last renewal, not a short lease: with the default 5 s lease each
-    // step up of a grant cut to one request's want came a lease later (staged bench: 5 s at 5/s).
+    // readout, showed nothing waiting for the rest of a 60 s lease), and then every window while
+    // the grant moves, not every short lease: with the default 5 s lease each step up of a grant
+    // cut to one request's want came a lease later (staged bench: 5 s at 5/s). Now, not a window
+    // after the last renewal: the first second of a backlog ran on grants of 1 slot (bench).
     if ((a.reason === 'rate' || a.reason === 'concurrency') && this.renewEveryMs > this.o.leaseMs) {
       this.renewEveryMs = Math.min(this.o.leaseMs, movingRenewMs);
       void this.renew().catch(() => undefined);
