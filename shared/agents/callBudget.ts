@@ -25,6 +25,7 @@ import {
   type Want,
   othersHoldAll,
   holdersLapseAt,
+  heldRateFreesAt,
   rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -139,6 +140,9 @@ export const movingRenewMs = 1_000;
  * move, before it waits a lease again.
  */
 export const maxOwedRenewals = 3;
+
+/** How long after a hold of given-back rate ends an instance owed rate renews (clock skew). */
+export const heldLookMs = 100;
 
 /** Calls timed before an instance says what one slot carries (Want.slotRate): one is an outlier. */
 export const minCallsForSlotRate = 5;
@@ -426,6 +430,11 @@ export class ServiceCallGate {
   /** A pull here found the waiting queue empty. */
   foundEmpty(): void {
     this.lastEmptyAt = this.o.clock.now().getTime();
+  }
+
+  /** Requests read ahead here went back to the waiting queue: they wait there, due now. */
+  cameBack(): void {
+    this.lastDueAt = Math.max(this.lastDueAt, this.lastEmptyAt + 1, this.o.clock.now().getTime());
   }
 
   /**
@@ -874,8 +883,12 @@ export class ServiceCallGate {
     // so away, it takes one window later too, not a lease later; a few times in a row at most
     // while its grant does not move (a holder's calls in flight can keep its slots for good).
     this.owedRenewals = owed && !moving ? this.owedRenewals + 1 : 0;
-    if (owed && this.owedRenewals <= maxOwedRenewals)
-      this.renewEveryMs = Math.min(this.renewEveryMs, movingRenewMs);
+    // Rate given back is free once its hold ends: renewed just after, not up to a window later.
+    if (owed && this.owedRenewals <= maxOwedRenewals) {
+      const freesAt = heldRateFreesAt(row, this.o.instance, landed);
+      const untilFree = freesAt === undefined ? movingRenewMs : freesAt + heldLookMs - landed;
+      this.renewEveryMs = Math.min(this.renewEveryMs, movingRenewMs, Math.max(minLookMs, untilFree));
+    }
     // A holder whose renewals are slow renews early enough to land within half the grace.
     if (!asideNow && mine && mine.rate > 0 && mine.concurrency > 0)
       this.renewEveryMs = renewAheadMs(

@@ -66,12 +66,13 @@ export class PullAhead {
     return reading || stale.length > 0 ? [] : undefined;
   }
 
-  /** The instance's last pull loop stopped: the requests read ahead go back to the queue. */
-  async giveBack(): Promise<void> {
+  /** The instance's last pull loop stopped: the requests read ahead go back to the queue (how many). */
+  async giveBack(): Promise<number> {
     await Promise.all(this.pending);
     const all = this.held.map((h) => h.m);
     this.held = [];
     await this.abandon(all);
+    return all.length;
   }
 
   private async abandon(got: PulledMessage[]): Promise<void> {

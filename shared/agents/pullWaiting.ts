@@ -7,6 +7,7 @@ import { inSpan, orderAttributes, SpanKind } from '../observability/tracing.js';
 import type { AgentDependencies } from './agent.js';
 import { maxTokenHops, pullTokenMessage, type PullToken } from './pullToken.js';
 import { PullAhead } from './pullAhead.js';
+import type { ServiceCallGate } from './callBudget.js';
 import { extendCompleteBy } from './waitForSlot.js';
 import { customerOf, requestFields, requestIdOf } from './requestOf.js';
 import { traceCall } from './callTrace.js';
@@ -66,7 +67,7 @@ export async function pullTurn(
   if (workers === 0) {
     if (gate.activeChains > 0) return;
     // No loop here to start what was read ahead (the grant lapsed): it goes back for others.
-    await gate.readAhead?.giveBack();
+    await giveBack(gate);
     if (gate.mayHaveWaiting()) await passBaton(deps, queueName, log);
     return;
   }
@@ -99,18 +100,27 @@ async function pullLoop(
   // the next: they took 30-100 ms of each slot's cycle (bench, 300 ms calls).
   const finishing = new Set<Promise<void>>();
   let why: Awaited<ReturnType<typeof pullWhile>>;
+  let gaveBack = 0;
   try {
     why = await pullWhile(deps, queueName, invoked, serve, log, finishing);
   } finally {
     await Promise.all(finishing);
     gate.activeChains -= 1;
     // The instance's last loop gives back what no loop of it will start.
-    if (gate.activeChains === 0) await gate.readAhead?.giveBack();
+    if (gate.activeChains === 0) gaveBack = await giveBack(gate);
   }
   traceCall({ ev: 'pull-end', inst: gate.instance, t: deps.clock.now().getTime(), why });
-  // A loop out of time leaves its slot free: the token is due at once, for whichever slot is free.
-  if (why !== 'empty' && gate.activeChains === 0 && gate.mayHaveWaiting())
-    await passBaton(deps, queueName, log, undefined, why === 'time');
+  // A loop out of time leaves its slot free: the token is due at once, for whichever slot is free;
+  // so do requests given back, even by a loop that found the queue empty.
+  if ((why !== 'empty' || gaveBack > 0) && gate.activeChains === 0 && gate.mayHaveWaiting())
+    await passBaton(deps, queueName, log, undefined, why === 'time' || gaveBack > 0);
+}
+
+/** Gives back what the instance read ahead: those requests wait in the queue again. */
+async function giveBack(gate: ServiceCallGate): Promise<number> {
+  const n = (await gate.readAhead?.giveBack()) ?? 0;
+  if (n > 0) gate.cameBack();
+  return n;
 }
 
 /** Pulls and serves waiting requests while a slot is free; says why it stopped. */
@@ -173,6 +183,9 @@ async function pullWhile(
       log.warn('could not read the waiting queue', { error: (e as Error).message });
       return 'error';
     }
+    // The read ahead may hold what this read waited for: a request sent to wait meanwhile, read by
+    // the read ahead its sender started.
+    if (got.length === 0) got = (await ahead.take().catch(() => undefined)) ?? got;
     traceCall({ ev: 'pull', inst: gate.instance, t: now(), got: got.length, ms: now() - claimed });
     if (got.length === 0) {
       gate.pulled(claimed, undefined);

@@ -207,6 +207,17 @@ export function holdersLapseAt(row: BudgetRow, instance: string, now: number): n
 }
 
 /**
+ * When rate another instance gave back stops being held (the earliest end of a hold above what
+ * its grant now has), or undefined: an instance owed rate finds it free from then on.
+ */
+export function heldRateFreesAt(row: BudgetRow, instance: string, now: number): number | undefined {
+  const ends = othersLive(row, instance, now)
+    .filter((g) => g.heldUntil !== undefined && g.heldUntil > now && (g.heldRate ?? 0) > g.rate)
+    .map((g) => g.heldUntil as number);
+  return ends.length === 0 ? undefined : Math.min(...ends);
+}
+
+/**
  * The row after `instance` renews its grant at `now`. Grants past expiry plus the grace are
  * dropped; the instance's fair target follows from everyone's wants, but it takes only what the
  * others do not hold right now, so the live grants never sum above the limits. Giving back is

@@ -60,8 +60,9 @@ describe('reading the next waiting request ahead', () => {
     );
     assert.deepEqual([reads, most], [3, 3], 'three reads, all at once');
     ahead.start(2);
-    await ahead.giveBack();
+    assert.equal(await ahead.giveBack(), 2, 'it says how many went back');
     assert.deepEqual(abandoned, ['m4', 'm5'], 'what no loop started goes back');
+    assert.equal(await ahead.giveBack(), 0);
   });
 
   it('one held too long goes back instead of starting (its lock may be near its end)', async () => {

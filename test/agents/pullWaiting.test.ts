@@ -310,6 +310,41 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.equal(charges(second.idempotencyKey).length, 1, 'the second request was called, once');
   });
 
+  it('a request the read ahead holds is called even when the loop itself found the waiting queue empty', async () => {
+    // Bench trace (issue 26, 5/s over 4 hosts): a request was sent to wait while the instance's
+    // pull loop was reading; the read ahead its sender started took it, the loop's own read found
+    // nothing and it stopped ("empty"), and the read ahead gave the request back to a queue
+    // nobody pulled from any more: it was called 36 s later, by the Supervisor's retry.
+    // Which receiver the broker hands a message to is its own choice: here the loop's first read
+    // is made to find nothing, as it did there (a fake of that ordering only).
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    let reads = 0;
+    const lostRace: MessageBus = busWith({
+      pull: async (entity: string, max: number, waitMs: number) => {
+        if (entity === waitingQueue && (reads += 1) === 1) {
+          await sleep(800);
+          return [];
+        }
+        return infra.bus.pull!(entity, max, waitMs);
+      },
+    });
+    const loop = run(
+      service,
+      g,
+      pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body,
+      lostRace,
+    );
+    await sleep(100);
+    const late = request();
+    await run(service, g, late, lostRace);
+    await loop;
+    for (let i = 0; i < 30 && charges(late.idempotencyKey).length === 0; i++) await sleep(100);
+    assert.equal(charges(late.idempotencyKey).length, 1, 'the request sent to wait was called');
+  });
+
   it('a pull loop whose grant lapses while its renewal is on the way goes on when the renewal lands', async () => {
     // Staged bench (issue 26, 20/s over 4 hosts): the holder's renewal landed 0.3 s after its
     // grant's grace ran out; its pull loops had ended on "no slot", nothing started them again,

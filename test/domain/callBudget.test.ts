@@ -7,6 +7,7 @@ import {
   emptyBudgetRow,
   fairShares,
   grantGraceMs,
+  heldRateFreesAt,
   holdersLapseAt,
   integerShares,
   newPacer,
@@ -394,6 +395,17 @@ describe('call budget: a renewer owed more than it got', () => {
     const b3 = renewGrant(b2.row, 'b', want, limits, 2_100, leaseMs);
     assert.deepEqual([b3.grant.rate, b3.grant.concurrency, b3.owed], [10, 4, false]);
     assert.equal(renewGrant(b3.row, 'a', want, limits, 2_200, leaseMs).owed, false);
+  });
+
+  it('knows when rate given back stops being held', () => {
+    const want = { rate: 40, concurrency: 16 };
+    const a = renewGrant({ ...emptyBudgetRow }, 'a', want, limits, 0, leaseMs);
+    const b = renewGrant(a.row, 'b', want, limits, 100, leaseMs);
+    assert.equal(heldRateFreesAt(b.row, 'b', 100), undefined, 'nothing given back yet');
+    const a2 = renewGrant(b.row, 'a', want, limits, 1_000, leaseMs);
+    assert.equal(heldRateFreesAt(a2.row, 'b', 1_500), 2_000, "a's 20/s held one window from its drop");
+    assert.equal(heldRateFreesAt(a2.row, 'a', 1_500), undefined, 'not its own');
+    assert.equal(heldRateFreesAt(a2.row, 'b', 2_000), undefined, 'free from then on');
   });
 
   it('a holder of all it wants is never owed, whatever the others hold', () => {
