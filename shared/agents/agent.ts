@@ -29,7 +29,7 @@ import type { OutageWatch } from './outageWatch.js';
 import { callbackUrlFor, referenceOf } from '../callbacks/callbackUrl.js';
 import type { ServiceCallGate } from './callBudget.js';
 import { sendBackToWait } from './waitForSlot.js';
-import { onPullToken, pullTurn, readAheadOf } from './pullWaiting.js';
+import { letGateWake, onPullToken, pullTurn, readAheadOf } from './pullWaiting.js';
 import { maxReadAhead } from './pullAhead.js';
 import { whenOnTheWire } from './onTheWire.js';
 import { isPullToken } from './pullToken.js';
@@ -79,6 +79,7 @@ export async function handleAgentRequest(
 ): Promise<void> {
   const invoked = deps.clock.now().getTime();
   const baseLog = logger(context, { agent: queueName });
+  letGateWake(deps, queueName, baseLog);
   if (isPullToken(body)) return onPullToken(deps, queueName, body, invoked, serveRequest, baseLog);
   const parsed = parseMessage(agentRequestSchema, body);
   if (!parsed.ok) return rejectPoison(deps.bus, queueName, context, parsed, body, deps.clock.now(), baseLog);

@@ -400,6 +400,8 @@ export class ServiceCallGate {
   activeChains = 0;
   /** Whether one of them waits for the rate window (the instance's last loop, kept going). */
   windowWaiter = false;
+  /** Starts a pull loop here from outside an invocation: a token addressed to this instance. */
+  wake: (() => void) | undefined;
   /** The next waiting request, read ahead by this instance's pull loops (shared/agents/pullAhead.ts). */
   readAhead: PullAhead | undefined;
   private lastTokenAt = 0;
@@ -873,6 +875,7 @@ export class ServiceCallGate {
       });
     nextPeriod();
     this.apply(row);
+    this.wakeIfIdle(before);
     // While the grant still moves at the short lease (shares settling after demand grew, or
     // others came or left), the next renewal comes one window later; once it holds still, a lease.
     const mine = row.grants.find((g) => g.instance === this.o.instance);
@@ -902,6 +905,17 @@ export class ServiceCallGate {
     this.asideUntil = asideNow ? lastReadAt + leaseMs : 0;
     if (asideNow) this.lookAgainAfter(row, this.o.clock.now().getTime());
     this.renewalFollowsLease();
+  }
+
+  /**
+   * Pull mode: a renewal gave this instance a slot it can start calls on (more slots, or rate where
+   * it had none) while none of its loops runs and requests may wait: nothing else would start one
+   * here (no request may come to its queue, and tokens are dropped where loops run).
+   */
+  private wakeIfIdle(before: { rate: number; concurrency: number }): void {
+    if (!this.pulling || this.activeChains > 0 || !this.mayHaveWaiting()) return;
+    if (!(this.grantedSlots > 0 && this.pacer.rate > 0)) return;
+    if (this.grantedSlots > before.concurrency || !(before.rate > 0)) this.wake?.();
   }
 
   /**

@@ -12,6 +12,11 @@ export interface PullToken {
   hops: number;
   /** The id its first send had (its passes on are named after it). */
   id: string;
+  /**
+   * The instance it wakes: one granted a slot while none of its loops ran (no request may reach
+   * it otherwise). Elsewhere, where no slot is free, it is passed on at once, not dropped.
+   */
+  for?: string;
 }
 
 /**
@@ -23,12 +28,28 @@ export const maxTokenHops = 20;
 export function isPullToken(body: unknown): body is PullToken {
   if (typeof body !== 'object' || body === null) return false;
   const b = body as Record<string, unknown>;
-  return b.type === 'pull-token' && typeof b.hops === 'number' && typeof b.id === 'string';
+  return (
+    b.type === 'pull-token' &&
+    typeof b.hops === 'number' &&
+    typeof b.id === 'string' &&
+    (b.for === undefined || typeof b.for === 'string')
+  );
 }
 
 /** The token's message, due at `at` (epoch ms); its id absorbs duplicates of the send. */
-export function pullTokenMessage(id: string, at: number, now: number, hops: number): OutgoingMessage {
-  const body: PullToken = { type: 'pull-token', hops, id };
+export function pullTokenMessage(
+  id: string,
+  at: number,
+  now: number,
+  hops: number,
+  forInstance?: string,
+): OutgoingMessage & { body: PullToken } {
+  const body: PullToken = {
+    type: 'pull-token',
+    hops,
+    id,
+    ...(forInstance !== undefined ? { for: forInstance } : {}),
+  };
   return {
     messageId: hops === 0 ? id : `${id}:hop:${hops}`,
     body,

@@ -214,13 +214,14 @@ async function passBaton(
   log: Log,
   token?: PullToken,
   dueNow = false,
+  forInstance?: string,
 ): Promise<void> {
   const gate = deps.budget!;
   const now = deps.clock.now().getTime();
   const at = dueNow ? now : now + gate.passOnMs();
   const message = token
-    ? pullTokenMessage(token.id, at, now, token.hops + 1)
-    : pullTokenMessage(`pull-baton:${randomUUID()}`, at, now, 0);
+    ? pullTokenMessage(token.id, at, now, token.hops + 1, token.for)
+    : pullTokenMessage(`pull-baton:${randomUUID()}`, at, now, 0, forInstance);
   await deps.bus
     .send(queueName, [message])
     .catch((e: unknown) => log.warn('could not pass the pull token on', { error: (e as Error).message }));
@@ -307,13 +308,30 @@ export async function onPullToken(
   const gate = deps.budget;
   if (!gate?.pulling || !deps.bus.pull) return;
   await gate.refresh();
+  const elsewhere = token.for !== undefined && token.for !== gate.instance;
   const action =
     gate.nextSlotAt() !== undefined
       ? 'pull'
-      : gate.activeChains > 0 || !gate.mayHaveWaiting() || token.hops >= maxTokenHops
+      : token.hops >= maxTokenHops
         ? 'drop'
-        : 'pass';
+        : elsewhere
+          ? 'pass'
+          : gate.activeChains > 0 || !gate.mayHaveWaiting()
+            ? 'drop'
+            : 'pass';
   traceCall({ ev: 'token', inst: gate.instance, t: deps.clock.now().getTime(), action, hops: token.hops });
   if (action === 'pull') return pullTurn(deps, queueName, invoked, serve, log);
-  if (action === 'pass') await passBaton(deps, queueName, log, token);
+  // One looking for its instance goes on at once: the slot it is for idles meanwhile.
+  if (action === 'pass') await passBaton(deps, queueName, log, token, elsewhere);
+}
+
+/**
+ * Lets the instance's gate wake it: granted a slot while none of its loops runs and requests may
+ * wait, it leaves a token addressed to itself (set by any invocation of the Agent here).
+ */
+export function letGateWake(deps: AgentDependencies, queueName: string, log: Log): void {
+  const gate = deps.budget;
+  if (!gate?.pulling || !deps.bus.pull || gate.wake) return;
+  gate.wake = () =>
+    void passBaton(deps, queueName, log, undefined, true, gate.instance).catch(() => undefined);
 }

@@ -417,9 +417,75 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     );
   });
 
-  async function peekTokens(): Promise<Array<{ id: string; hops: number }>> {
+  it('an instance granted a slot while none of its loops runs wakes itself with a token addressed to it', async () => {
+    // Staged bench (issue 26, 20/s over 4 hosts, 5 s lease): an instance that had stood aside was
+    // granted 5/s and 2 slots; it had no pull loop, no request came to its queue, and the tokens
+    // of the others were dropped where loops ran: it pulled nothing for 8 s (that run: 79 %).
+    resetCircuitBreakers();
+    await drainQueue(queues.paymentAgent);
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 10, maxConcurrentCalls: 1 };
+    const holder = gate(service, 'holder', limits, 1_000);
+    const idle = gate(service, 'idle', limits, 1_000);
+    // The holder's call holds the only slot; a request reaching the idle instance waits. The
+    // holder's process pulls nothing after its call (its bus has no receive from inside).
+    payment.setFaults({ latencyMs: 1_000 });
+    const busy = run(service, holder, request(20_000), busWith({ pull: undefined }));
+    await sleep(200);
+    const waiter = request(20_000);
+    try {
+      await run(service, idle, waiter);
+    } finally {
+      payment.setFaults({ latencyMs: 300 });
+    }
+    // The holder's process ends after its call: its grant lapses (lease + grace) and the idle
+    // instance, standing aside, takes the slot when it looks again.
+    holder.close();
+    await busy.catch(() => undefined);
+    let token: { id: string; hops: number; for?: string } | undefined;
+    for (let i = 0; i < 60 && !token; i++) {
+      await sleep(100);
+      token = (await peekTokens()).find((t) => t.for === 'idle');
+    }
+    assert.ok(token, 'a token addressed to the instance that got the slot');
+    const tokens = await infra.client.createReceiver(queues.paymentAgent, {
+      receiveMode: 'receiveAndDelete',
+    });
+    const got = await tokens.receiveMessages(50, { maxWaitTimeInMs: 500 });
+    await tokens.close();
+    const mine = got.find((m) => m.body?.for === 'idle');
+    assert.ok(mine);
+    await run(service, idle, mine.body);
+    assert.equal(charges(waiter.idempotencyKey).length, 1, 'the woken instance pulled the waiting request');
+  });
+
+  it('a token addressed to another instance is passed on at once where it cannot pull, not dropped', async () => {
+    resetCircuitBreakers();
+    await drainQueue(queues.paymentAgent);
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 5, maxConcurrentCalls: 1 };
+    const holder = gate(service, 'holder', limits);
+    // The holder's call holds its only slot and its loop runs on (a request waits behind it).
+    const busy = run(service, holder, request());
+    await sleep(100);
+    await run(service, gate(service, 'other', limits), request());
+    const id = `tok-${randomUUID()}`;
+    const addressed = pullTokenMessage(id, Date.now(), Date.now(), 0, 'elsewhere').body;
+    await run(service, holder, addressed);
+    await busy;
+    const passed = (await peekTokens()).filter((t) => t.id === id);
+    assert.deepEqual(
+      passed.map((t) => [t.hops, t.for]),
+      [[1, 'elsewhere']],
+      'passed on once, still addressed',
+    );
+  });
+
+  async function peekTokens(): Promise<Array<{ id: string; hops: number; for?: string }>> {
     const r = infra.client.createReceiver(queues.paymentAgent);
-    const seen: Array<{ id: string; hops: number }> = [];
+    const seen: Array<{ id: string; hops: number; for?: string }> = [];
     // Each peek of one receiver goes on from the last message it peeked.
     for (;;) {
       const batch = await r.peekMessages(50);
