@@ -808,6 +808,7 @@ export class ServiceCallGate {
             rateInForce: rateInForce(this.o.limits, r, at),
           }),
           inFlight: this.pacer.inFlight,
+          ...(this.o.pull === true ? { keepsHeld: true } : {}),
           ...(this.durations.length >= minCallsForSlotRate ? { slotRate: 1000 / this.typicalCallMs() } : {}),
         },
         waiting,

@@ -161,6 +161,13 @@ export interface Want {
    * rate than its slots carry. Absent: no such cap.
    */
   slotRate?: number;
+  /**
+   * Pull mode: the slots it holds it keeps, up to its want, rather than cut them to its fair share.
+   * Where a slot sits does not decide which requests it serves (every slot pulls the oldest), and a
+   * slot moved is idle a window or two on its way: a holder cut from 6 slots to 5 as another was
+   * owed a third left that slot and 4 calls/s unused for 4 s (staged bench, default lease).
+   */
+  keepsHeld?: boolean;
 }
 
 /** The rate `slots` carry at `slotRate` each, or `rate` if less (no cap when either is unknown). */
@@ -237,7 +244,10 @@ export function renewGrant(
   const rateCap = rateInForceIgnoringPause(limits, adapted);
   const concCap = limits.maxConcurrentCalls ?? Number.POSITIVE_INFINITY;
   const previous = adapted.grants.find((g) => g.instance === instance && g.expiresAt + grantGraceMs > now);
-  const keep = Math.min(want.inFlight ?? 0, previous?.concurrency ?? 0);
+  const keep = Math.min(
+    want.keepsHeld ? Math.max(want.concurrency, want.inFlight ?? 0) : (want.inFlight ?? 0),
+    previous?.concurrency ?? 0,
+  );
   // The renewing instance first: whole shares break ties towards it, so with fewer slots than
   // instances the slots go to whoever asks while they are free (last would leave them all idle).
   // Then those holding slots: they keep them rather than every renewer moving them around.
@@ -266,17 +276,20 @@ export function renewGrant(
     free -= more;
     return g.concurrency + more;
   };
+  // One that has not timed its calls yet is taken to carry what another instance's slots do (the
+  // same service), itself included: uncapped, a newcomer holding 5/s on 1 slot (3/s) kept that
+  // rate from the holder of 6 slots at 10/s for 2 s (staged bench, default lease).
+  const sameService = want.slotRate ?? live.find((g) => g.slotRate !== undefined)?.slotRate;
   const callers = others
     .map((g, i) => ({ instance: g.instance, slots: slotsOf(g, concTargets[i + 1]), g }))
     .filter((c) => c.slots > 0)
-    // One that has not timed its calls yet is taken to carry what the renewer's slots do (the same
-    // service): uncapped, a newcomer with 1 slot got 10/s beside the holder of 7 busy slots.
+    // Uncapped, a newcomer with 1 slot got 10/s beside the holder of 7 busy slots.
     .map((c) => ({
       instance: c.instance,
-      wantRate: carried(c.g.wantRate, c.slots, c.g.slotRate ?? want.slotRate),
+      wantRate: carried(c.g.wantRate, c.slots, c.g.slotRate ?? sameService),
     }));
   const canCall = concurrency > 0;
-  const mine = { instance, wantRate: canCall ? carried(want.rate, concurrency, want.slotRate) : 0 };
+  const mine = { instance, wantRate: canCall ? carried(want.rate, concurrency, sameService) : 0 };
   const everyone = [mine, ...callers];
   const wholeRates = Number.isFinite(rateCap) && rateCap >= everyone.length;
   // Whole shares' odd calls go by instance name, the same whoever renews: renewer-first let each

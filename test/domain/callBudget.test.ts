@@ -397,6 +397,35 @@ describe('call budget: a renewer owed more than it got', () => {
     assert.equal(renewGrant(b3.row, 'a', want, limits, 2_200, leaseMs).owed, false);
   });
 
+  it('pull mode: a holder keeps the slots it holds up to its want; otherwise it cuts them to its fair share', () => {
+    // 300 ms calls: a slot carries 3.3 calls/s.
+    const want = { rate: 40, concurrency: 7, slotRate: 1000 / 300 };
+    const grant = (instance: string, rate: number, concurrency: number, wantConcurrency: number) => ({
+      instance,
+      rate,
+      concurrency,
+      wantRate: 40,
+      wantConcurrency,
+      expiresAt: leaseMs,
+    });
+    // a holds 6 of the 8 slots, b 2 and wants 3 (the staged bench's shares).
+    const row: BudgetRow = { ...emptyBudgetRow, grants: [grant('a', 14, 6, 7), grant('b', 6, 2, 3)] };
+    const cut = renewGrant(row, 'a', { ...want, inFlight: 0 }, limits, 1_000, leaseMs);
+    assert.equal(cut.grant.concurrency, 5, 'fair: 8 slots, b wants 3');
+    const kept = renewGrant(row, 'a', { ...want, inFlight: 0, keepsHeld: true }, limits, 1_000, leaseMs);
+    assert.equal(kept.grant.concurrency, 6, 'kept');
+    assert.ok(
+      kept.grant.rate > cut.grant.rate,
+      `and the rate its slots carry (${kept.grant.rate} > ${cut.grant.rate})`,
+    );
+    const fewer = { ...want, concurrency: 4, inFlight: 0 };
+    assert.equal(
+      renewGrant(row, 'a', { ...fewer, keepsHeld: true }, limits, 1_000, leaseMs).grant.concurrency,
+      renewGrant(row, 'a', fewer, limits, 1_000, leaseMs).grant.concurrency,
+      'wanting fewer than it holds, it keeps no more than it would be given',
+    );
+  });
+
   it('knows when rate given back stops being held', () => {
     const want = { rate: 40, concurrency: 16 };
     const a = renewGrant({ ...emptyBudgetRow }, 'a', want, limits, 0, leaseMs);
