@@ -316,6 +316,11 @@ export class ServiceCallGate {
     return this.o.instance;
   }
 
+  /** Whether the service pushed back (a 429/503) and its pause has not ended. */
+  get paused(): boolean {
+    return this.o.clock.now().getTime() < this.pacer.pausedUntil;
+  }
+
   /** Requests that cannot start wait in the waiting queue and free slots pull them (pull mode). */
   get pulling(): boolean {
     return this.o.pull === true && this.limited;

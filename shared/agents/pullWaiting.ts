@@ -155,8 +155,9 @@ async function pullWhile(
         // is over a second: 1/s is 1 s plus the margin), looking again as the grant changes.
         // Had every loop ended, the last one's baton could reach an instance already pulling and
         // be dropped there: a grant that grew later pulled nothing (staged bench: 4/s and 2
-        // slots idle for 10 s).
-        if (gate.windowWaiter || !gate.mayHaveWaiting()) return 'rate';
+        // slots idle for 10 s). Not through a service's pause (a Retry-After): the loop ends and
+        // its token falls due later, as before.
+        if (gate.windowWaiter || gate.paused || !gate.mayHaveWaiting()) return 'rate';
         gate.windowWaiter = true;
         try {
           await sleep(Math.min(at - now(), windowLookMs, pullForMs - (now() - invoked)));
