@@ -514,6 +514,33 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     assert.ok(Date.parse(replies[0].completeBy) - Date.now() > 2_500, 'a full window from its start');
   });
 
+  it('a pulled request whose service paused between its claim and its send goes back to wait, uncalled', async () => {
+    // Bench (issue 26, 30 s storm at 20/s): a call reached the service 1,058 ms after the first
+    // 429, its slot claimed before the pause and its send 750 ms later (complete-by moved first,
+    // on the loaded emulator). Here the pause lands while complete-by is being moved.
+    resetCircuitBreakers();
+    await drainQueue(waitingQueue);
+    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const late = { ...request(1_500), waits: 1, waitingSince: new Date().toISOString() };
+    await infra.bus.send(waitingQueue, [
+      { messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId },
+    ]);
+    const pausing = busWith({
+      send: async (entity: string, messages: Parameters<MessageBus['send']>[1]) => {
+        if (entity === queues.scheduler) g.pushback(3_000);
+        return infra.bus.send(entity, messages);
+      },
+    });
+    await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body, pausing);
+    assert.equal(charges(late.idempotencyKey).length, 0, 'no call during the pause');
+    assert.equal(
+      (await held(infra, waitingQueue, late.orderId)).length,
+      1,
+      'it waits in the waiting queue again',
+    );
+  });
+
   it('a pulled request past its complete-by is dropped without a call', async () => {
     resetCircuitBreakers();
     await drainQueue(waitingQueue);
