@@ -90,9 +90,8 @@ test('oversized and deeply nested bodies are refused (413 / 400)', async () => {
   const tooLarge = await send('POST', '/orders', key, big);
   await tooLarge.arrayBuffer();
   assert.equal(tooLarge.status, 413);
-  const huge = await send('POST', '/orders', key, new Uint8Array(2 * 1024 * 1024).fill(0x20));
-  await huge.arrayBuffer();
-  assert.equal(huge.status, 413);
+  // A body over the host's 1 MiB is refused unread and the connection closed: a client still
+  // writing it may see EPIPE before the 413 (CI, session 41). The test below sends only its start.
   const deep = await send('POST', '/orders', key, '['.repeat(10_000) + ']'.repeat(10_000));
   await deep.arrayBuffer();
   assert.equal(deep.status, 400);
