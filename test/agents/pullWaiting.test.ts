@@ -103,12 +103,16 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   /** The emulator's bus with some of its operations replaced (slowed, counted). */
   const busWith = (over: Partial<MessageBus>): MessageBus =>
     Object.assign(Object.create(infra.bus) as MessageBus, over);
-
-  it('a request without a slot waits in the waiting queue, holding nothing, and the call that ends pulls it', async () => {
+  /** A fresh service with one instance ('solo') and an empty waiting queue. */
+  const solo = async (limits: CallLimits, maxLeaseMs?: number) => {
     resetCircuitBreakers();
     await drainQueue(waitingQueue);
     const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    return { service, g: gate(service, 'solo', limits, maxLeaseMs) };
+  };
+
+  it('a request without a slot waits in the waiting queue, holding nothing, and the call that ends pulls it', async () => {
+    const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const first = request();
     const second = request();
     let firstDone = 0;
@@ -153,10 +157,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   });
 
   it('a pull token read by an instance with a free slot pulls the waiting request', async () => {
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const waiter = { ...request(), waits: 1, waitingSince: new Date().toISOString() };
     await infra.bus.send(waitingQueue, [
       { messageId: `${waiter.orderId}:w`, body: waiter, correlationId: waiter.orderId },
@@ -171,10 +172,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Bench trace (issue 26, 5/s and 2 slots over 4 hosts): the holder of 5/s and both slots pulled
     // one request every 0.32 s (3.1/s) for 20 s. Its only loop waited for its own call to end while
     // the second slot, freed without a call ending (granted after the loop began), stayed idle.
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 2 }, 1_000);
+    const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 2 }, 1_000);
     const waiters = await waitingRequests(6);
     await g.refresh();
     // One slot is taken when the token arrives, so the token starts one loop.
@@ -199,10 +197,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Staged bench (issue 26, 20/s and 8 slots over 4 hosts): reading the next waiting request
     // after a slot freed took 55-84 ms on average, a sixth of every slot's cycle, and throughput
     // under a concurrency limit is slots / cycle. Here a read takes 250 ms and a call 300 ms.
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    const { service, g } = await solo({ maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
     const slowReads: MessageBus = busWith({
       pull: async (entity: string, max: number, waitMs: number) => {
         await sleep(250);
@@ -237,10 +232,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Staged bench (issue 26, session 12): a host's first calls are admitted straight from the
     // Agent's queue, and their slots pulled only after their replies reached the Scheduler (300 ms
     // on the loaded emulator), with 380 requests waiting. Here a reply takes 600 ms to send.
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    const { service, g } = await solo({ maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
     const slowReplies: MessageBus = busWith({
       send: async (entity: string, messages: Parameters<MessageBus['send']>[1]) => {
         if (entity === queues.scheduler) await sleep(600);
@@ -272,10 +264,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Staged bench (issue 26, session 12): a host's read ahead began only after the request had
     // been sent to the waiting queue (300 ms on the loaded emulator), and its first reads opened
     // their links after that. Here sending to the waiting queue takes 600 ms.
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    const { service, g } = await solo({ maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
     let firstRead = 0;
     let sentToWait = 0;
     const slowWaits: MessageBus = busWith({
@@ -317,10 +306,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // nobody pulled from any more: it was called 36 s later, by the Supervisor's retry.
     // Which receiver the broker hands a message to is its own choice: here the loop's first read
     // is made to find nothing, as it did there (a fake of that ordering only).
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
+    const { service, g } = await solo({ maxCallsPerSecond: 20, maxConcurrentCalls: 1 }, 1_000);
     let reads = 0;
     const lostRace: MessageBus = busWith({
       pull: async (entity: string, max: number, waitMs: number) => {
@@ -497,10 +483,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   }
 
   it('a pulled request near its complete-by has complete-by moved out before its call', async () => {
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const late = { ...request(1_500), waits: 1, waitingSince: new Date().toISOString() };
     await infra.bus.send(waitingQueue, [
       { messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId },
@@ -518,10 +501,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Bench (issue 26, 30 s storm at 20/s): a call reached the service 1,058 ms after the first
     // 429, its slot claimed before the pause and its send 750 ms later (complete-by moved first,
     // on the loaded emulator). Here the pause lands while complete-by is being moved.
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const late = { ...request(1_500), waits: 1, waitingSince: new Date().toISOString() };
     await infra.bus.send(waitingQueue, [
       { messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId },
@@ -542,10 +522,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   });
 
   it('a pulled request past its complete-by is dropped without a call', async () => {
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
-    const g = gate(service, 'solo', { maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
+    const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const stale = { ...request(-1_000), waits: 1, waitingSince: new Date().toISOString() };
     await infra.bus.send(waitingQueue, [
       { messageId: `${stale.orderId}:w`, body: stale, correlationId: stale.orderId },
