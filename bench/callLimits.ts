@@ -1,20 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import {
-  address,
-  addHost,
-  closeContext,
-  drain,
-  openContext,
-  sleep,
-  type ChaosContext,
-} from '../chaos/harness.js';
+import { address, addHost, closeContext, openContext, sleep, type ChaosContext } from '../chaos/harness.js';
 import { isTerminal, orderIdFromIdempotencyKey } from '../shared/domain/index.js';
 import { throughputFigures } from './callThroughput.js';
 import { traceReport, waitReport } from './callTraceReport.js';
 import { awaitStagedBacklog, stagedSettings, startPaymentHosts } from './stagedBacklog.js';
 import { spawnPaymentService, type ServiceProcess } from './serviceProcess.js';
+import { terminalTimes } from './terminalTimes.js';
 
 /**
  * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
@@ -176,19 +169,10 @@ async function awaitCharged(payment: ServiceProcess, ids: string[], from: number
   }
 }
 
-/** Drains `ids`, recording when each was first seen terminal. */
-async function drainTimed(
-  ctx: ChaosContext,
-  ids: string[],
-  deadlineMs: number,
-): Promise<Map<string, number>> {
-  const doneAt = new Map<string, number>();
-  const want = new Set(ids);
-  await drain(ctx, deadlineMs, (s) => {
-    if (want.has(s.orderId) && isTerminal(s.processState) && !doneAt.has(s.orderId))
-      doneAt.set(s.orderId, Date.now());
-  });
-  return doneAt;
+/** When each of `ids` became terminal (the store's record), or the deadline. */
+function drainTimed(ctx: ChaosContext, ids: string[], deadlineMs: number): Promise<Map<string, number>> {
+  const from = Math.min(...ids.map((id) => ctx.submitted.get(id)?.at ?? Date.now())) - 5_000;
+  return terminalTimes(ctx.store, ids, new Date(from), deadlineMs);
 }
 
 async function main(): Promise<void> {

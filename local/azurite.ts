@@ -42,6 +42,8 @@ export interface AzuriteInstance {
   /** The table connection string of an account this Azurite serves (devstoreaccount1 or an extra one). */
   tableConnectionString(account: string): string;
   pid: number;
+  /** What Azurite printed, its last 16 KiB: for the message of a caller that finds it failed. */
+  recentOutput(): string;
   stop(): Promise<void>;
 }
 
@@ -89,13 +91,25 @@ function azuriteEntry(): string {
  */
 export const azuriteKeepAliveSeconds = 120;
 
+/** How much of Azurite's console a running instance keeps (recentOutput). */
+const keptOutputChars = 16 * 1024;
+
 export async function startAzurite(options: AzuriteOptions = {}): Promise<AzuriteInstance> {
   const services = [...(options.services ?? ['table'])];
   if (!services.includes('table')) services.push('table');
   const host = options.host ?? '127.0.0.1';
   const scratch = options.location ? undefined : mkdtempSync(join(tmpdir(), 'azurite-'));
   const entry = azuriteEntry();
-  const args = [entry, '--skipApiVersionCheck', '--loose', '--disableProductStyleUrl', '--disableTelemetry'];
+  // --silent: no access-log line per request (formatting and piping one per request costs
+  // Azurite CPU, and nothing reads them).
+  const args = [
+    entry,
+    '--skipApiVersionCheck',
+    '--loose',
+    '--disableProductStyleUrl',
+    '--disableTelemetry',
+    '--silent',
+  ];
   // In memory, Azurite refuses --location; the scratch folder is only its working directory.
   if (options.location) args.push('--location', options.location);
   else args.push('--inMemoryPersistence');
@@ -167,9 +181,15 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     cleanup();
     throw e;
   }
-  // Keep draining output so a chatty Azurite never blocks on a full pipe.
-  child.stdout!.resume();
-  child.stderr!.resume();
+  // Keep draining output so a chatty Azurite never blocks on a full pipe, but keep only its tail:
+  // the start-up search ran over everything printed so far on every chunk, quadratic over a run.
+  for (const stream of [child.stdout!, child.stderr!]) {
+    stream.removeAllListeners('data');
+    stream.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-keptOutputChars);
+    });
+  }
+  output = output.slice(-keptOutputChars);
 
   const tableUrl = `${urls.table}/${devAccountName}`;
   const blobUrl = services.includes('blob') && urls.blob ? `${urls.blob}/${devAccountName}` : undefined;
@@ -192,6 +212,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     tableConnectionString: (account) =>
       `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${devAccountKey};TableEndpoint=${urls.table}/${account};`,
     pid: child.pid!,
+    recentOutput: () => output,
     stop(): Promise<void> {
       stopped ??= new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) {
