@@ -8,6 +8,7 @@ import { traceReport, waitReport } from './callTraceReport.js';
 import { awaitStagedBacklog, stagedSettings, startPaymentHosts } from './stagedBacklog.js';
 import { spawnPaymentService, type ServiceProcess } from './serviceProcess.js';
 import { terminalTimes } from './terminalTimes.js';
+import type { StoredOrder } from '../shared/stateStore/index.js';
 
 /**
  * Issue 26's proof, measured at the demo payment service's own request log (receivedAt and
@@ -175,6 +176,22 @@ function drainTimed(ctx: ChaosContext, ids: string[], deadlineMs: number): Promi
   return terminalTimes(ctx.store, ids, new Date(from), deadlineMs);
 }
 
+/** Where each order the drain left open or in Error stands: the lines to start a diagnosis from. */
+function notTerminal(ids: string[], finals: (StoredOrder | null)[]): string[] {
+  return ids.flatMap((id, i) => {
+    const s = finals[i]?.state;
+    if (s && isTerminal(s.processState) && s.processState !== 'Error') return [];
+    if (!s) return [`  ${id}: not found`];
+    const steps = s.steps
+      .map((st) => `${st.name}=${st.status}#${st.attempt}${st.lastError ? ` (${st.lastError})` : ''}`)
+      .join(', ');
+    return [
+      `  ${id}: ${s.processState}, failures ${s.failureCount}, complete-by ${s.completeBy?.toISOString() ?? '-'}, ` +
+        `updated ${s.updatedAt.toISOString()}; ${steps}`,
+    ];
+  });
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   // The payment service in its own process: its log is the measurement (bench/serviceProcess.ts).
@@ -270,6 +287,7 @@ async function main(): Promise<void> {
     if (!(figures.backlog >= 0.9 * rate))
       failures.push(`throughput while a backlog waited ${figures.backlog.toFixed(2)}/s below 90 %`);
     if (open1 > 0 || errors1 > 0 || ctx.refused > 0) failures.push('lost or Error in the limit phase');
+    for (const line of notTerminal(ids1, finals1)) out(line);
 
     if (values['limit-only']) return;
     // 2. A 429 storm.
@@ -310,6 +328,7 @@ async function main(): Promise<void> {
     if (inPause.length > 0) failures.push(`${inPause.length} calls during the pause`);
     if (afterStorm === 0) failures.push('no call after the storm');
     if (open2 > 0 || errors2 > 0) failures.push('lost or Error in the storm phase');
+    for (const line of notTerminal(ids2, finals2)) out(line);
 
     // 3. A burst from one customer: the others alone first, then with the burst.
     const others = Number(values.others);

@@ -103,11 +103,16 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   /** The emulator's bus with some of its operations replaced (slowed, counted). */
   const busWith = (over: Partial<MessageBus>): MessageBus =>
     Object.assign(Object.create(infra.bus) as MessageBus, over);
-  /** A fresh service with one instance ('solo') and an empty waiting queue. */
-  const solo = async (limits: CallLimits, maxLeaseMs?: number) => {
+  /** A fresh service's name: breakers reset, the waiting queue (and with `tokens` the Agent's) drained. */
+  const freshService = async (tokens = false) => {
     resetCircuitBreakers();
+    if (tokens) await drainQueue(queues.paymentAgent);
     await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
+    return `payment-${randomUUID().slice(0, 8)}`;
+  };
+  /** A fresh service with one instance ('solo'). */
+  const solo = async (limits: CallLimits, maxLeaseMs?: number) => {
+    const service = await freshService();
     return { service, g: gate(service, 'solo', limits, maxLeaseMs) };
   };
 
@@ -335,9 +340,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Staged bench (issue 26, 20/s over 4 hosts): the holder's renewal landed 0.3 s after its
     // grant's grace ran out; its pull loops had ended on "no slot", nothing started them again,
     // and for 4 s no call was made while pull tokens went from instance to instance.
-    resetCircuitBreakers();
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const service = await freshService();
     const slow = Object.create(table) as CallBudgetTable;
     let updates = 0;
     slow.update = async (...args: Parameters<CallBudgetTable['update']>) => {
@@ -357,10 +360,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // every pull loop (its window, 1 s plus the margin, was over the 1 s a loop waits); the baton
     // its last loop left reached an instance already pulling and was dropped, and when its grant
     // grew to 4/s and 2 slots it pulled nothing for 10 s.
-    resetCircuitBreakers();
-    await drainQueue(queues.paymentAgent);
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const service = await freshService(true);
     const g = gate(service, 'solo', { maxCallsPerSecond: 1, maxConcurrentCalls: 2 }, 1_000);
     const waiters = await waitingRequests(3);
     await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
@@ -378,10 +378,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   });
 
   it('a token read without a slot passes on while requests may wait; one past the last hop is dropped', async () => {
-    resetCircuitBreakers();
-    await drainQueue(queues.paymentAgent);
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const service = await freshService(true);
     // The holder takes the only slot; the other instance gets none.
     const holder = gate(service, 'holder', { maxCallsPerSecond: 5, maxConcurrentCalls: 1 });
     const other = gate(service, 'other', { maxCallsPerSecond: 5, maxConcurrentCalls: 1 });
@@ -407,10 +404,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     // Staged bench (issue 26, 20/s over 4 hosts, 5 s lease): an instance that had stood aside was
     // granted 5/s and 2 slots; it had no pull loop, no request came to its queue, and the tokens
     // of the others were dropped where loops ran: it pulled nothing for 8 s (that run: 79 %).
-    resetCircuitBreakers();
-    await drainQueue(queues.paymentAgent);
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const service = await freshService(true);
     const limits = { maxCallsPerSecond: 10, maxConcurrentCalls: 1 };
     const holder = gate(service, 'holder', limits, 1_000);
     const idle = gate(service, 'idle', limits, 1_000);
@@ -447,10 +441,7 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
   });
 
   it('a token addressed to another instance is passed on at once where it cannot pull, not dropped', async () => {
-    resetCircuitBreakers();
-    await drainQueue(queues.paymentAgent);
-    await drainQueue(waitingQueue);
-    const service = `payment-${randomUUID().slice(0, 8)}`;
+    const service = await freshService(true);
     const limits = { maxCallsPerSecond: 5, maxConcurrentCalls: 1 };
     const holder = gate(service, 'holder', limits);
     // The holder's call holds its only slot and its loop runs on (a request waits behind it).
