@@ -373,6 +373,12 @@ class Transition {
     const step = this.s.steps[i];
     step.stalledAttempt = e.attempt;
     step.lastError = clip(`attempt ${e.attempt} stalled: ${String(e.detail)}`);
+    // Nothing is in flight any more: retried a step timeout from now at the latest. A complete-by
+    // moved far out while the request waited for a call slot (StepWaiting) would otherwise leave
+    // the order idle until then (bench: 15 minutes after a 429 storm).
+    const retryBy = addSeconds(this.now, this.stepTimeout(i));
+    if (step.completeBy !== null && step.completeBy > retryBy) step.completeBy = retryBy;
+    if (this.s.completeBy !== null && this.s.completeBy > retryBy) this.s.completeBy = retryBy;
   }
 
   /**

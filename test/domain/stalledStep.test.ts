@@ -146,3 +146,34 @@ test('a stalled undo is retried without counting towards giving up', () => {
   assert.equal(s.processState, 'Error');
   assert.equal(s.errorCode, 'CompensationGaveUp');
 });
+
+test("a stall after the request waited for a call slot is retried a step timeout after the stall, not at the wait's far complete-by", () => {
+  // Bench (issue 26, a 30 s 429 storm at 20/s): a request waiting behind 200 others had its
+  // complete-by moved 15 minutes out; its call then stalled on 429s, and the order sat idle in
+  // Processing until that complete-by (two orders open past the bench's 300 s drain).
+  const waited = apply(
+    fx.Processing,
+    { type: 'StepWaiting', step: 'inventory', run: 1, attempt: 1, kind: 'do', completeBy: at(900) },
+    at(2),
+  ).state;
+  assert.equal(waited.completeBy?.getTime(), at(900).getTime());
+  const stalled = apply(
+    waited,
+    {
+      type: 'StepStalled',
+      step: 'inventory',
+      run: 1,
+      attempt: 1,
+      kind: 'do',
+      detail: '429 Too Many Requests',
+    },
+    at(30),
+  ).state;
+  const retryBy = at(30 + policy.stepTimeoutSeconds).getTime();
+  assert.equal(stalled.steps[0].completeBy?.getTime(), retryBy);
+  assert.equal(stalled.completeBy?.getTime(), retryBy);
+  const retried = apply(stalled, { type: 'TimedOut' }, new Date(retryBy + 1));
+  assert.equal(retried.state.processState, 'Pending', 'the Supervisor hands it back to the Scheduler then');
+  assert.equal(retried.state.steps[0].stalls, 1);
+  assert.equal(retried.state.failureCount, 0, 'without spending the failure budget');
+});
