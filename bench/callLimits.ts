@@ -45,6 +45,8 @@ const { values } = parseArgs({
     /** Trace every gate decision to this file and print where the limit's throughput went. */
     trace: { type: 'string' },
     'customer-share': { type: 'string' },
+    /** CUSTOMER_INTAKE_PER_SECOND of every host: each customer's orders a second per instance (off by default). */
+    'customer-intake': { type: 'string' },
     'hold-ms': { type: 'string' },
     'limit-only': { type: 'boolean', default: false },
     staged: { type: 'boolean', default: false },
@@ -205,6 +207,7 @@ async function main(): Promise<void> {
       STEP_TIMEOUT_SECONDS: '5',
       ...(values.trace ? { CALL_BUDGET_TRACE_FILE: values.trace } : {}),
       ...(values['customer-share'] ? { CALL_BUDGET_CUSTOMER_SHARE: values['customer-share'] } : {}),
+      ...(values['customer-intake'] ? { CUSTOMER_INTAKE_PER_SECOND: values['customer-intake'] } : {}),
       ...(values['hold-ms'] !== undefined ? { CALL_BUDGET_LINE_HOLD_MS: values['hold-ms'] } : {}),
       ...(staged ? stagedSettings(stageSeconds) : {}),
     },

@@ -197,6 +197,18 @@ test('ADMISSION_BACKLOG_LIMIT_SECONDS: the door, by default hard threshold x cla
   );
 });
 
+test('CUSTOMER_INTAKE_PER_SECOND: off (0) by default, 0 to 10000, anything else names the setting', () => {
+  assert.equal(loadSettings(base).customerIntakePerSecond, 0);
+  assert.equal(loadSettings({ ...base, CUSTOMER_INTAKE_PER_SECOND: '5' }).customerIntakePerSecond, 5);
+  for (const bad of ['-1', '10001', '2.5', 'fast']) {
+    assert.throws(
+      () => loadSettings({ ...base, CUSTOMER_INTAKE_PER_SECOND: bad }),
+      (e: unknown) => e instanceof SettingsError && e.setting === 'CUSTOMER_INTAKE_PER_SECOND',
+      bad,
+    );
+  }
+});
+
 test('ORDER_INDEX_PARTITIONS: 32 partitions per state by default, 1 to 256, anything else names the setting', () => {
   assert.equal(loadSettings(base).orderIndexPartitions, 32);
   assert.equal(loadSettings({ ...base, ORDER_INDEX_PARTITIONS: '1' }).orderIndexPartitions, 1);

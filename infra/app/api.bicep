@@ -99,6 +99,8 @@ var appSettings = {
   ADMISSION_BACKLOG_LIMIT_SECONDS: string(int(failureHardThreshold) * int(claimTimeoutSeconds))
   // Orders a confirmed bulk operator action touches per second at most.
   OPERATOR_BULK_RATE_PER_SECOND: '20'
+  // Each customer's orders reach the Scheduler at most this many a second per instance; 0: off.
+  CUSTOMER_INTAKE_PER_SECOND: '0'
   // Partitions per process state of the operator's state index (docs/state-store.md, capacity).
   ORDER_INDEX_PARTITIONS: '32'
   // Retention (docs/operations.md): terminal orders archived then purged after 90 days, a

@@ -1,4 +1,4 @@
-import type { Clock, Policy, WorkflowVersions } from '../domain/index.js';
+import type { Clock, CustomerIntake, Policy, WorkflowVersions } from '../domain/index.js';
 import type { StatusEventLevel } from '../domain/statusEvents.js';
 import type { MessageBus } from '../messaging/bus.js';
 import type { QueueBacklog } from '../messaging/backlog.js';
@@ -27,6 +27,12 @@ export interface Dependencies {
    * oldest waiting message is older than `limitSeconds`. Without it the door is always open.
    */
   door?: { limitSeconds: number; intake: IntakeGauge };
+  /**
+   * CUSTOMER_INTAKE_PER_SECOND: each customer's orders go to the Scheduler at most this many a
+   * second from this instance (domain/customerIntake.ts); the rest wait for their turn, and one
+   * whose turn is further out than `maxDelaySeconds` is refused (429). Without it: no pacing.
+   */
+  customerIntake?: { book: CustomerIntake; maxDelaySeconds: number };
   /** The dead-letter queues: the operator's dead-letter routes, and the Supervisor's `deadletters` gauge. */
   deadLetters?: DeadLetterQueues;
   /** OPERATOR_BULK_RATE_PER_SECOND; absent means its default (20). */

@@ -1,5 +1,6 @@
 import {
   completionOf,
+  CustomerIntake,
   makePolicy,
   orderWorkflowVersions,
   startingOn,
@@ -89,6 +90,15 @@ async function create(s: Settings): Promise<Dependencies> {
     workflows: newOrderVersions(),
     statusEvents: s.statusEvents,
     operatorBulkRatePerSecond: s.operatorBulkRatePerSecond,
+    ...(s.customerIntakePerSecond > 0
+      ? {
+          customerIntake: {
+            book: new CustomerIntake(s.customerIntakePerSecond),
+            // A turn further out than the door's limit would be a backlog of one customer's own.
+            maxDelaySeconds: s.admissionBacklogLimitSeconds > 0 ? s.admissionBacklogLimitSeconds : 3600,
+          },
+        }
+      : {}),
   };
 }
 

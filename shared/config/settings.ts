@@ -48,6 +48,7 @@ export const settingNames = {
   serviceOutageAlertThreshold: 'SERVICE_OUTAGE_ALERT_THRESHOLD',
   admissionBacklogLimitSeconds: 'ADMISSION_BACKLOG_LIMIT_SECONDS',
   operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
+  customerIntakePerSecond: 'CUSTOMER_INTAKE_PER_SECOND',
   orderIndexPartitions: 'ORDER_INDEX_PARTITIONS',
   orderRetentionDays: 'ORDER_RETENTION_DAYS',
   idempotencyRetentionDays: 'IDEMPOTENCY_RETENTION_DAYS',
@@ -90,6 +91,11 @@ export interface Settings {
   admissionBacklogLimitSeconds: number;
   /** Orders a confirmed bulk action (resubmit, cancel, retry) acts on per second at most. */
   operatorBulkRatePerSecond: number;
+  /**
+   * Each customer's orders reach the Scheduler at most this many a second from one instance, after
+   * a burst of as many (domain/customerIntake.ts); 0 (the default) paces nobody.
+   */
+  customerIntakePerSecond: number;
   /** Partitions per process state of the operator's state index (docs/state-store.md). */
   orderIndexPartitions: number;
   /** Retention, archive and purge (docs/operations.md "Retention"; retentionSettings.ts). */
@@ -342,6 +348,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     serviceOutageAlertThreshold: integer(env, settingNames.serviceOutageAlertThreshold, 5, 1, 1000),
     admissionBacklogLimitSeconds: 0,
     operatorBulkRatePerSecond: integer(env, settingNames.operatorBulkRatePerSecond, 20, 1, 1000),
+    customerIntakePerSecond: integer(env, settingNames.customerIntakePerSecond, 0, 0, 10_000),
     orderIndexPartitions: integer(
       env,
       settingNames.orderIndexPartitions,

@@ -1,7 +1,11 @@
 /** What can happen to an order. Replies name the run and attempt they answer. */
 export type OrderEvent =
-  /** `waive`: approval steps this order does not need (its amount; waiting.ts waivedSteps). */
-  | { type: 'Submit'; orderId: string; waive?: readonly string[] }
+  /**
+   * `waive`: approval steps this order does not need (its amount; waiting.ts waivedSteps).
+   * `notBefore`: its customer's turn at the intake (customerIntake.ts); the Scheduler is asked
+   * to claim it then, not at once.
+   */
+  | { type: 'Submit'; orderId: string; waive?: readonly string[]; notBefore?: Date }
   | { type: 'Claim'; by: string }
   | { type: 'StepSucceeded'; step: string; run: number; attempt: number }
   | { type: 'StepFailedPermanently'; step: string; run: number; attempt: number; error: string }

@@ -23,3 +23,4 @@ export * from './history.js';
 export * from './waiting.js';
 export * from './callBudget.js';
 export * from './callLine.js';
+export * from './customerIntake.js';

@@ -45,7 +45,7 @@ export function decide(
     throw refuse('InvalidEvent', 'now is not a date');
   if (state === null) {
     if (event.type !== 'Submit') throw refuse('NoSuchOrder', `${event.type} needs an existing order`);
-    return submit(versionsOf(workflows).latest, event.orderId, now, policy, event.waive);
+    return submit(versionsOf(workflows).latest, event.orderId, now, policy, event.waive, event.notBefore);
   }
   if (event.type === 'Submit') throw refuse('AlreadySubmitted', `order ${state.orderId} exists`);
   const workflow = workflowOf(workflows, state);
@@ -187,8 +187,14 @@ function submit(
   now: Date,
   policy: Policy,
   waive: readonly string[] = [],
+  notBefore?: Date,
 ): Decision {
   if (!isOrderId(orderId)) throw refuse('InvalidEvent', 'Submit needs a valid order id');
+  if (notBefore !== undefined && !(notBefore instanceof Date && Number.isFinite(notBefore.getTime())))
+    throw refuse('InvalidEvent', 'Submit notBefore is not a date');
+  // Claimed from its customer's turn at the intake (never before now), and given the usual claim
+  // timeout from then: the Supervisor must not re-send a claim that is only scheduled.
+  const claimFrom = notBefore !== undefined && notBefore > now ? notBefore : now;
   const state: OrderState = {
     orderId,
     workflow: workflow.name,
@@ -196,9 +202,9 @@ function submit(
     run: 1,
     processState: 'Pending',
     lockedBy: null,
-    completeBy: addSeconds(now, policy.claimTimeoutSeconds),
+    completeBy: addSeconds(claimFrom, policy.claimTimeoutSeconds),
     failureCount: 0,
-    scheduledFor: now,
+    scheduledFor: claimFrom,
     compensationReason: null,
     errorCode: null,
     errorDetail: null,

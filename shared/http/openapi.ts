@@ -263,6 +263,10 @@ function operations(): Record<string, Record<string, OperationObject>> {
             `The body is over ${maxBodyBytes} bytes. (Over the host's own limit, 1 MiB by default, the host answers 413 itself with an empty body.)`,
           ),
           '415': problem('The body is not JSON.'),
+          '429': problem(
+            "This customer's orders are taken CUSTOMER_INTAKE_PER_SECOND a second per instance, and this one's turn is further out than ADMISSION_BACKLOG_LIMIT_SECONDS (problem type `overloaded`). Nothing was recorded; retry after Retry-After seconds with the same Idempotency-Key.",
+            ['Retry-After'],
+          ),
           ...clientResponses,
           '503': problem(
             'Not accepted now: the Schedulers are behind (problem type `overloaded`, see ADMISSION_BACKLOG_LIMIT_SECONDS) or a backing service is busy. Nothing was recorded; retry after Retry-After seconds with the same Idempotency-Key.',

@@ -152,9 +152,17 @@ export async function submitOrder(
   }
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
+  // Synchronously after the door's await: the turn is booked before any other submission's.
+  const turn = customerTurn(deps, order.customerId, now, log);
+  if (!turn.ok) return turn.response;
   // An approval step holds only orders above its amount (domain/waiting.ts).
   const waive = waivedSteps(deps.workflows.latest.steps, order);
-  const submitted: OrderEvent = { type: 'Submit', orderId, ...(waive.length > 0 ? { waive } : {}) };
+  const submitted: OrderEvent = {
+    type: 'Submit',
+    orderId,
+    ...(waive.length > 0 ? { waive } : {}),
+    ...(turn.notBefore ? { notBefore: turn.notBefore } : {}),
+  };
   const decision = decide(deps.workflows, null, submitted, now, deps.policy);
   annotate(stateFields(decision.state));
   try {
@@ -176,6 +184,41 @@ export async function submitOrder(
   log.info('order recorded', { processState: decision.state.processState });
   await sendAfterWrite(() => carryOut(deps, decision.commands, order, now, log), log);
   return accepted(request, decision.state);
+}
+
+/**
+ * The customer's turn at the intake (domain/customerIntake.ts), booked: when its order's claim
+ * may reach the Scheduler. A turn further out than the limit is refused (429, Retry-After) and
+ * books nothing: the customer's own backlog, not the system's, so not the door's 503.
+ */
+function customerTurn(
+  deps: Dependencies,
+  customerId: string,
+  now: Date,
+  log: Logger,
+): { ok: true; notBefore?: Date } | { ok: false; response: HttpResponseInit } {
+  const pacing = deps.customerIntake;
+  if (!pacing) return { ok: true };
+  const ahead = pacing.book.turnOf(customerId, now.getTime());
+  if (ahead.delayMs > pacing.maxDelaySeconds * 1000) {
+    const retryAfterSeconds = Math.ceil((ahead.delayMs - pacing.maxDelaySeconds * 1000) / 1000);
+    log.warn("order refused: its customer's turn at the intake is too far out", {
+      delaySeconds: Math.round(ahead.delayMs / 1000),
+      limitSeconds: pacing.maxDelaySeconds,
+    });
+    const response = problem(
+      429,
+      problemTypes.overloaded,
+      'Too many orders from this customer right now',
+      `Orders of this customer are taken ${pacing.book.perSecond} a second; this one would wait ` +
+        `${Math.round(ahead.delayMs / 1000)} s for its turn (limit ${pacing.maxDelaySeconds} s). Nothing ` +
+        `was recorded; retry after ${retryAfterSeconds} s with the same Idempotency-Key.`,
+    );
+    (response.headers as Record<string, string>)['Retry-After'] = String(retryAfterSeconds);
+    return { ok: false, response };
+  }
+  const turn = pacing.book.book(customerId, now.getTime());
+  return turn.delayMs > 0 ? { ok: true, notBefore: new Date(turn.at) } : { ok: true };
 }
 
 /**
