@@ -207,6 +207,20 @@ test('CUSTOMER_INTAKE_PER_SECOND: off (0) by default, 0 to 10000, anything else 
       bad,
     );
   }
+  // The longest wait for a turn: the door's limit by default, an hour with the door off.
+  assert.equal(loadSettings(base).customerIntakeMaxWaitSeconds, 5 * 60);
+  assert.equal(
+    loadSettings({ ...base, ADMISSION_BACKLOG_LIMIT_SECONDS: '0' }).customerIntakeMaxWaitSeconds,
+    3600,
+  );
+  assert.equal(
+    loadSettings({ ...base, CUSTOMER_INTAKE_MAX_WAIT_SECONDS: '0' }).customerIntakeMaxWaitSeconds,
+    0,
+  );
+  assert.throws(
+    () => loadSettings({ ...base, CUSTOMER_INTAKE_MAX_WAIT_SECONDS: '-5' }),
+    (e: unknown) => e instanceof SettingsError && e.setting === 'CUSTOMER_INTAKE_MAX_WAIT_SECONDS',
+  );
 });
 
 test('ORDER_INDEX_PARTITIONS: 32 partitions per state by default, 1 to 256, anything else names the setting', () => {

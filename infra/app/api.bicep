@@ -101,6 +101,8 @@ var appSettings = {
   OPERATOR_BULK_RATE_PER_SECOND: '20'
   // Each customer's orders reach the Scheduler at most this many a second per instance; 0: off.
   CUSTOMER_INTAKE_PER_SECOND: '0'
+  // The longest an order may wait for its customer's turn before it is refused (429): the door's.
+  CUSTOMER_INTAKE_MAX_WAIT_SECONDS: string(int(failureHardThreshold) * int(claimTimeoutSeconds))
   // Partitions per process state of the operator's state index (docs/state-store.md, capacity).
   ORDER_INDEX_PARTITIONS: '32'
   // Retention (docs/operations.md): terminal orders archived then purged after 90 days, a

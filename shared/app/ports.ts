@@ -30,7 +30,7 @@ export interface Dependencies {
   /**
    * CUSTOMER_INTAKE_PER_SECOND: each customer's orders go to the Scheduler at most this many a
    * second from this instance (domain/customerIntake.ts); the rest wait for their turn, and one
-   * whose turn is further out than `maxDelaySeconds` is refused (429). Without it: no pacing.
+   * whose turn is further out than `maxDelaySeconds` (CUSTOMER_INTAKE_MAX_WAIT_SECONDS) is refused (429). Without it: no pacing.
    */
   customerIntake?: { book: CustomerIntake; maxDelaySeconds: number };
   /** The dead-letter queues: the operator's dead-letter routes, and the Supervisor's `deadletters` gauge. */

@@ -94,8 +94,7 @@ async function create(s: Settings): Promise<Dependencies> {
       ? {
           customerIntake: {
             book: new CustomerIntake(s.customerIntakePerSecond),
-            // A turn further out than the door's limit would be a backlog of one customer's own.
-            maxDelaySeconds: s.admissionBacklogLimitSeconds > 0 ? s.admissionBacklogLimitSeconds : 3600,
+            maxDelaySeconds: s.customerIntakeMaxWaitSeconds,
           },
         }
       : {}),

@@ -49,6 +49,7 @@ export const settingNames = {
   admissionBacklogLimitSeconds: 'ADMISSION_BACKLOG_LIMIT_SECONDS',
   operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
   customerIntakePerSecond: 'CUSTOMER_INTAKE_PER_SECOND',
+  customerIntakeMaxWaitSeconds: 'CUSTOMER_INTAKE_MAX_WAIT_SECONDS',
   orderIndexPartitions: 'ORDER_INDEX_PARTITIONS',
   orderRetentionDays: 'ORDER_RETENTION_DAYS',
   idempotencyRetentionDays: 'IDEMPOTENCY_RETENTION_DAYS',
@@ -96,6 +97,11 @@ export interface Settings {
    * a burst of as many (domain/customerIntake.ts); 0 (the default) paces nobody.
    */
   customerIntakePerSecond: number;
+  /**
+   * The longest a customer's order may wait for its turn: a later turn is refused (429). Default:
+   * the door's limit (an hour when the door is off); 0 refuses every order past the burst.
+   */
+  customerIntakeMaxWaitSeconds: number;
   /** Partitions per process state of the operator's state index (docs/state-store.md). */
   orderIndexPartitions: number;
   /** Retention, archive and purge (docs/operations.md "Retention"; retentionSettings.ts). */
@@ -349,6 +355,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     admissionBacklogLimitSeconds: 0,
     operatorBulkRatePerSecond: integer(env, settingNames.operatorBulkRatePerSecond, 20, 1, 1000),
     customerIntakePerSecond: integer(env, settingNames.customerIntakePerSecond, 0, 0, 10_000),
+    customerIntakeMaxWaitSeconds: 0,
     orderIndexPartitions: integer(
       env,
       settingNames.orderIndexPartitions,
@@ -362,6 +369,13 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     env,
     settingNames.admissionBacklogLimitSeconds,
     hard * loaded.claimTimeoutSeconds,
+    0,
+    86_400,
+  );
+  loaded.customerIntakeMaxWaitSeconds = integer(
+    env,
+    settingNames.customerIntakeMaxWaitSeconds,
+    loaded.admissionBacklogLimitSeconds > 0 ? loaded.admissionBacklogLimitSeconds : 3600,
     0,
     86_400,
   );

@@ -55,8 +55,8 @@ export class CustomerIntake {
     return turn;
   }
 
-  /** Customers with a turn still ahead (for a test, or the console). */
-  get customersAhead(): number {
+  /** Customers in the book (those whose turn has passed go at the next prune). */
+  get booked(): number {
     return this.next.size;
   }
 }

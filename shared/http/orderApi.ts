@@ -153,7 +153,8 @@ export async function submitOrder(
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
   // Synchronously after the door's await: the turn is booked before any other submission's.
-  const turn = customerTurn(deps, order.customerId, now, log);
+  // A customer is named within its client's scope: two clients' customer "c-1" are not one.
+  const turn = customerTurn(deps, `${caller.scope ?? ''}/${order.customerId}`, now, log);
   if (!turn.ok) return turn.response;
   // An approval step holds only orders above its amount (domain/waiting.ts).
   const waive = waivedSteps(deps.workflows.latest.steps, order);

@@ -8,6 +8,7 @@ import { OpenApiValidator } from './openApiValidator.js';
 import { ServiceBusClient } from '@azure/service-bus';
 import { queues } from '../../shared/messaging/entities.js';
 import { defaultRetention } from '../../shared/domain/retention.js';
+import { orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
 import { Retention } from '../../shared/retention/retention.js';
 import { StateStore } from '../../shared/stateStore/index.js';
 
@@ -37,6 +38,12 @@ describe('the API answers as its OpenAPI document says', () => {
         NEW_ORDER_WORKFLOW_VERSION: '2',
         // A global call limit the service-limits readout must report (high enough to slow nothing).
         PAYMENT_MAX_CALLS_PER_SECOND: '50',
+        // Each customer's intake: a burst of 10 at once, then one per 100 ms, the rest refused (no
+        // wait for a turn), for the submit's 429. The other tests submit a few orders of one
+        // customer at a time. 90 at once all pass only if they reach the host over 8 s (at 30 a
+        // second, this test failed once in a run of several test files at once).
+        CUSTOMER_INTAKE_PER_SECOND: '10',
+        CUSTOMER_INTAKE_MAX_WAIT_SECONDS: '0',
       },
     });
     validator = await OpenApiValidator.served(stack.baseUrl);
@@ -222,6 +229,39 @@ describe('the API answers as its OpenAPI document says', () => {
     );
     const big = { ...orderBody(), padding: 'x'.repeat(70 * 1024) };
     assert.equal((await call('POST', '/orders', { json: big })).status, 413);
+  });
+
+  it("submit: 429 with Retry-After once a customer's burst passes its intake rate; nothing recorded", async () => {
+    const customer = `burst-${randomUUID().slice(0, 8)}`;
+    const keys = Array.from({ length: 90 }, () => randomUUID());
+    const answers = await Promise.all(
+      keys.map((key) =>
+        call('POST', '/orders', {
+          json: orderBody(['SKU-1'], customer),
+          headers: { 'idempotency-key': key },
+        }),
+      ),
+    );
+    const refused = answers.filter((a) => a.status === 429);
+    assert.ok(refused.length > 0, 'some of 90 orders at once were refused');
+    assert.ok(answers.filter((a) => a.status === 202).length >= 10, 'a burst of the rate is taken');
+    for (const a of refused) {
+      assert.ok(Number(a.headers.get('retry-after')) >= 1);
+      assert.match(String(a.body.type), /overloaded$/);
+    }
+    const refusedKey = keys[answers.findIndex((a) => a.status === 429)];
+    const refusedId = orderIdFromIdempotencyKey(refusedKey);
+    assert.equal(
+      (await call('GET', `/orders/${refusedId}`)).status,
+      404,
+      'the refused order is not recorded',
+    );
+    assert.equal(
+      (await call('POST', '/orders', { json: orderBody(), headers: { 'idempotency-key': randomUUID() } }))
+        .status,
+      202,
+      "another customer's order is taken",
+    );
   });
 
   it('get: 200, 400, 404', async () => {

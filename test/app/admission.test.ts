@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { ManualClock, orderIdFromIdempotencyKey } from '../../shared/domain/index.js';
-import { submitOrder } from '../../shared/http/orderApi.js';
 import { ServiceBusQueueBacklog } from '../../shared/messaging/backlog.js';
 import { IntakeGauge } from '../../shared/messaging/intakeGauge.js';
 import { queues } from '../../shared/messaging/entities.js';
-import { context, freshDeps, held, startInfra, type Infra, type TestDeps } from './direct.js';
-import { orderBody } from './helpers.js';
+import { freshDeps, held, postOrder, startInfra, type Infra, type TestDeps } from './direct.js';
 
 /**
  * The door against the emulator: a message waits in the scheduler queue (no Scheduler runs in
@@ -48,17 +45,7 @@ describe('submission door: refuse new orders while the Scheduler intake is behin
     return deps;
   }
 
-  const post = (deps: TestDeps, key: string): Promise<HttpResponseInit> =>
-    submitOrder(
-      deps,
-      new HttpRequest({
-        method: 'POST',
-        url: 'http://127.0.0.1/api/orders',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: { string: JSON.stringify(orderBody()) },
-      }),
-      context('submitOrder'),
-    );
+  const post = (deps: TestDeps, key: string) => postOrder(deps, key);
 
   it('accepts while the oldest waiting message is within the limit', async () => {
     const deps = await depsAt(limitSeconds - 1);

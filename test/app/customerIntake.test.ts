@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { CustomerIntake, orderIdFromIdempotencyKey, systemClock } from '../../shared/domain/index.js';
-import { submitOrder } from '../../shared/http/orderApi.js';
 import { queues } from '../../shared/messaging/entities.js';
 import type { Dependencies } from '../../shared/app/ports.js';
-import { context, freshDeps, held, startInfra, testPolicy, type Infra } from './direct.js';
+import { freshDeps, held, postOrder, startInfra, testPolicy, type Infra } from './direct.js';
 import { orderBody } from './helpers.js';
 
 /**
@@ -32,17 +30,8 @@ describe("customer intake: one customer's burst does not go ahead of everyone el
     };
   }
 
-  const post = (deps: Dependencies, customer: string, key = randomUUID()): Promise<HttpResponseInit> =>
-    submitOrder(
-      deps,
-      new HttpRequest({
-        method: 'POST',
-        url: 'http://127.0.0.1/api/orders',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key },
-        body: { string: JSON.stringify(orderBody(['SKU-1'], customer)) },
-      }),
-      context('submitOrder'),
-    );
+  const post = (deps: Dependencies, customer: string, key = randomUUID()) =>
+    postOrder(deps, key, orderBody(['SKU-1'], customer));
 
   /** The claims of `ids` the scheduler queue hands out within `ms` (taken off the queue). */
   async function claimsWithin(ids: string[], ms: number): Promise<Set<string>> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { InvocationContext } from '@azure/functions';
+import { HttpRequest, InvocationContext, type HttpResponseInit } from '@azure/functions';
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startAzurite, type AzuriteInstance } from '../../local/azurite.js';
 import { startServiceBusEmulator, type ServiceBusEmulator } from '../../emulators/servicebus/index.js';
@@ -21,7 +21,8 @@ import type {
   ProcessOrderMessage,
 } from '../../shared/messaging/contracts.js';
 import { StateStore, type StoredOrder } from '../../shared/stateStore/index.js';
-import { peekAll } from './helpers.js';
+import { orderBody, peekAll } from './helpers.js';
+import { submitOrder } from '../../shared/http/orderApi.js';
 
 /**
  * Direct handler tests: the real Scheduler / Supervisor / Agent functions called in process,
@@ -157,6 +158,24 @@ export function paymentRequest(windowMs = 4_000, skus: string[] = ['SKU-1']): Ag
       shippingAddress: order.shippingAddress,
     },
   };
+}
+
+/** POST /api/orders through the handler itself (no host): `body` under the Idempotency-Key `key`. */
+export function postOrder(
+  deps: Dependencies,
+  key: string = randomUUID(),
+  body: unknown = orderBody(),
+): Promise<HttpResponseInit> {
+  return submitOrder(
+    deps,
+    new HttpRequest({
+      method: 'POST',
+      url: 'http://127.0.0.1/api/orders',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: { string: JSON.stringify(body) },
+    }),
+    context('submitOrder'),
+  );
 }
 
 /** Records a submitted order in the store, as submitOrder does (its messages are not sent). */
