@@ -11,7 +11,7 @@ import {
   orderIdFromIdempotencyKey,
   unreadRequestGraceMs,
 } from '../../shared/domain/index.js';
-import { cancelOrder, requestHash, submitOrder } from '../../shared/http/orderApi.js';
+import { cancelOrder, requestHash } from '../../shared/http/orderApi.js';
 import { behindPlatformAuth, principalHeaders } from '../http/principal.js';
 import { parseOrderRequest } from '../../shared/orders/orderRequest.js';
 import { orderBody } from './helpers.js';
@@ -21,6 +21,7 @@ import {
   freshDeps,
   held,
   load,
+  postOrder,
   processOrder,
   reply,
   startInfra,
@@ -251,17 +252,7 @@ describe('Scheduler: duplicates, races, stale replies, crash points', () => {
     await deps.store.submit(order, d.state);
     assert.equal((await held(infra, queues.scheduler, orderId)).length, 0);
 
-    const post = () =>
-      submitOrder(
-        deps,
-        new HttpRequest({
-          method: 'POST',
-          url: 'http://127.0.0.1/api/orders',
-          headers: { 'content-type': 'application/json', 'idempotency-key': key },
-          body: { string: JSON.stringify(body) },
-        }),
-        context('submitOrder'),
-      );
+    const post = () => postOrder(deps, key, body);
     const res = await post();
     assert.equal(res.status, 202);
     assert.equal((res.jsonBody as { orderId: string }).orderId, orderId);
