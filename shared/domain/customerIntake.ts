@@ -40,19 +40,34 @@ export class CustomerIntake {
 
   /** The turn an order of `customer` submitted at `now` would get; nothing is booked. */
   turnOf(customer: string, now: number): IntakeTurn {
-    const tat = Math.max(now, this.next.get(customer) ?? now);
-    const at = Math.max(now, tat - this.toleranceMs);
+    const { at } = this.cell(customer, now);
     return { at, delayMs: at - now };
   }
 
   /** Books the turn `turnOf` gave (call it only for an order accepted). */
   book(customer: string, now: number): IntakeTurn {
-    const turn = this.turnOf(customer, now);
-    this.next.set(customer, Math.max(now, this.next.get(customer) ?? now) + this.spacingMs);
+    const { tat, at } = this.cell(customer, now);
+    this.next.set(customer, tat + this.spacingMs);
     if (this.next.size > pruneAbove) {
-      for (const [c, tat] of this.next) if (tat <= now) this.next.delete(c);
+      for (const [c, due] of this.next) if (due <= now) this.next.delete(c);
     }
-    return turn;
+    return { at, delayMs: at - now };
+  }
+
+  /**
+   * Returns a booked turn whose order was not recorded after all (it lost the race for its key,
+   * or the write failed): the customer's later orders move up one spacing. Never below now: a
+   * turn given back is no credit for later.
+   */
+  giveBack(customer: string): void {
+    const tat = this.next.get(customer);
+    if (tat !== undefined) this.next.set(customer, tat - this.spacingMs);
+  }
+
+  /** The customer's theoretical arrival time as of `now`, and the turn it gives. */
+  private cell(customer: string, now: number): { tat: number; at: number } {
+    const tat = Math.max(now, this.next.get(customer) ?? now);
+    return { tat, at: Math.max(now, tat - this.toleranceMs) };
   }
 
   /** Customers in the book (those whose turn has passed go at the next prune). */

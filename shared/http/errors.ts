@@ -1,6 +1,6 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 import { logger } from '../observability/logger.js';
-import { problem, problemTypes } from './problem.js';
+import { problem, problemTypes, retryAfter } from './problem.js';
 
 function isUnavailable(e: unknown): boolean {
   const err = e as { statusCode?: number; code?: string; name?: string };
@@ -30,15 +30,16 @@ export async function withProblemErrors(
     const log = logger(context, { actor: 'http' });
     log.error('request failed', { error: (e as Error)?.message, stack: (e as Error)?.stack });
     if (isUnavailable(e)) {
-      const response = problem(
-        503,
-        problemTypes.busy,
-        'Temporarily unavailable',
-        'A backing service is unavailable or busy. Retry shortly.',
-        { invocationId: context.invocationId },
+      return retryAfter(
+        problem(
+          503,
+          problemTypes.busy,
+          'Temporarily unavailable',
+          'A backing service is unavailable or busy. Retry shortly.',
+          { invocationId: context.invocationId },
+        ),
+        5,
       );
-      (response.headers as Record<string, string>)['Retry-After'] = '5';
-      return response;
     }
     return problem(
       500,

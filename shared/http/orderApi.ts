@@ -25,7 +25,7 @@ import { orderSummary, orderView } from '../orders/orderView.js';
 import { OrderAlreadyExists, type IndexFilter, type StoredOrder } from '../stateStore/index.js';
 import { readJsonBody } from './jsonBody.js';
 import { requireOperator, type Operator } from './operatorAuth.js';
-import { problem, problemTypes, validationProblem } from './problem.js';
+import { problem, problemTypes, retryAfter, validationProblem } from './problem.js';
 import { purgedOrderView, purgedSubmission } from './retentionApi.js';
 
 /**
@@ -154,7 +154,8 @@ export async function submitOrder(
   if (refused) return refused;
   // Synchronously after the door's await: the turn is booked before any other submission's.
   // A customer is named within its client's scope: two clients' customer "c-1" are not one.
-  const turn = customerTurn(deps, `${caller.scope ?? ''}/${order.customerId}`, now, log);
+  const customer = `${caller.scope ?? ''}/${order.customerId}`;
+  const turn = customerTurn(deps, customer, now, log);
   if (!turn.ok) return turn.response;
   // An approval step holds only orders above its amount (domain/waiting.ts).
   const waive = waivedSteps(deps.workflows.latest.steps, order);
@@ -175,6 +176,8 @@ export async function submitOrder(
       traceParent: currentTraceParent(),
     });
   } catch (e) {
+    // Nothing recorded by this submission: its turn goes to the customer's next order.
+    if (turn.booked) deps.customerIntake?.book.giveBack(customer);
     if (!(e instanceof OrderAlreadyExists)) throw e;
     const gone = await purgedSubmission(deps, orderId);
     if (gone) return gone;
@@ -197,9 +200,9 @@ function customerTurn(
   customerId: string,
   now: Date,
   log: Logger,
-): { ok: true; notBefore?: Date } | { ok: false; response: HttpResponseInit } {
+): { ok: true; booked: boolean; notBefore?: Date } | { ok: false; response: HttpResponseInit } {
   const pacing = deps.customerIntake;
-  if (!pacing) return { ok: true };
+  if (!pacing) return { ok: true, booked: false };
   const ahead = pacing.book.turnOf(customerId, now.getTime());
   if (ahead.delayMs > pacing.maxDelaySeconds * 1000) {
     const retryAfterSeconds = Math.ceil((ahead.delayMs - pacing.maxDelaySeconds * 1000) / 1000);
@@ -215,11 +218,10 @@ function customerTurn(
         `${Math.round(ahead.delayMs / 1000)} s for its turn (limit ${pacing.maxDelaySeconds} s). Nothing ` +
         `was recorded; retry after ${retryAfterSeconds} s with the same Idempotency-Key.`,
     );
-    (response.headers as Record<string, string>)['Retry-After'] = String(retryAfterSeconds);
-    return { ok: false, response };
+    return { ok: false, response: retryAfter(response, retryAfterSeconds) };
   }
   const turn = pacing.book.book(customerId, now.getTime());
-  return turn.delayMs > 0 ? { ok: true, notBefore: new Date(turn.at) } : { ok: true };
+  return { ok: true, booked: true, ...(turn.delayMs > 0 ? { notBefore: new Date(turn.at) } : {}) };
 }
 
 /**
@@ -247,8 +249,7 @@ async function atTheDoor(deps: Dependencies, now: Date, log: Logger): Promise<Ht
       `${verdict.limitSeconds} s). Nothing was recorded; retry after ${verdict.retryAfterSeconds} s ` +
       'with the same Idempotency-Key.',
   );
-  (response.headers as Record<string, string>)['Retry-After'] = String(verdict.retryAfterSeconds);
-  return response;
+  return retryAfter(response, verdict.retryAfterSeconds);
 }
 
 /** The same Idempotency-Key again: the same order if the body matches, else a 409. */

@@ -53,6 +53,14 @@ export function problem(
   };
 }
 
+/** The same response, telling the client when to try again (RFC 9110 Retry-After, in seconds). */
+export function retryAfter(response: HttpResponseInit, seconds: number): HttpResponseInit {
+  return {
+    ...response,
+    headers: { ...(response.headers as Record<string, string>), 'Retry-After': String(seconds) },
+  };
+}
+
 /** One failing field of a request, as reported in a 400's `errors` extension. */
 export interface FieldError {
   /** JSON Pointer (RFC 6901) to the failing value, e.g. `/items/0/quantity`. */

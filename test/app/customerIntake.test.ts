@@ -127,4 +127,20 @@ describe("customer intake: one customer's burst does not go ahead of everyone el
     const turn = s.scheduledFor!.getTime() - s.createdAt.getTime();
     assert.ok(turn > 500 && turn <= 1_000, `the second order's turn is one spacing out: ${turn} ms`);
   });
+
+  it('a submission that loses the race for its key gives its turn back', async () => {
+    const deps = await paced(1, 60);
+    const key = randomUUID();
+    // Both read no record and book a turn; one write wins, the other answers as a replay.
+    const both = await Promise.all([post(deps, 'race', key), post(deps, 'race', key)]);
+    assert.deepEqual(
+      both.map((r) => r.status),
+      [202, 202],
+    );
+    const next = randomUUID();
+    assert.equal((await post(deps, 'race', next)).status, 202);
+    const s = (await deps.store.load(orderIdFromIdempotencyKey(next)))!.state;
+    const turn = s.scheduledFor!.getTime() - s.createdAt.getTime();
+    assert.ok(turn > 500 && turn <= 1_000, `one order recorded, one turn booked: the next is ${turn} ms out`);
+  });
 });

@@ -29,6 +29,23 @@ test('a customer who stops gets its burst back as time passes, never more', () =
   assert.equal(intake.book('c', now + 60_000).delayMs, 500, 'the burst is its rate, however long it waited');
 });
 
+test('a turn given back goes to the next order, never below now', () => {
+  const intake = new CustomerIntake(2);
+  intake.book('c', now);
+  intake.book('c', now);
+  intake.book('c', now);
+  intake.giveBack('c');
+  assert.equal(intake.turnOf('c', now).delayMs, 500, 'two recorded: the third is one spacing out');
+  intake.giveBack('c');
+  intake.giveBack('c');
+  intake.giveBack('c');
+  assert.equal(intake.book('c', now).delayMs, 0);
+  assert.equal(intake.book('c', now).delayMs, 0, 'a burst is never more than the rate');
+  assert.equal(intake.book('c', now).delayMs, 500);
+  intake.giveBack('unknown');
+  assert.equal(intake.booked, 1);
+});
+
 test('turnOf books nothing; a rate below one a second still lets one order through at once', () => {
   const intake = new CustomerIntake(0.5);
   assert.equal(intake.turnOf('c', now).delayMs, 0);
