@@ -197,6 +197,18 @@ test('ADMISSION_BACKLOG_LIMIT_SECONDS: the door, by default hard threshold x cla
   );
 });
 
+test('CUSTOMER_SUBMISSIONS_AT_ONCE: 8 by default, 0 (off) to 1000, anything else names the setting', () => {
+  assert.equal(loadSettings(base).customerSubmissionsAtOnce, 8);
+  assert.equal(loadSettings({ ...base, CUSTOMER_SUBMISSIONS_AT_ONCE: '0' }).customerSubmissionsAtOnce, 0);
+  for (const bad of ['-1', '1001', '1.5', 'many']) {
+    assert.throws(
+      () => loadSettings({ ...base, CUSTOMER_SUBMISSIONS_AT_ONCE: bad }),
+      (e: unknown) => e instanceof SettingsError && e.setting === 'CUSTOMER_SUBMISSIONS_AT_ONCE',
+      bad,
+    );
+  }
+});
+
 test('CUSTOMER_INTAKE_PER_SECOND: off (0) by default, 0 to 10000, anything else names the setting', () => {
   assert.equal(loadSettings(base).customerIntakePerSecond, 0);
   assert.equal(loadSettings({ ...base, CUSTOMER_INTAKE_PER_SECOND: '5' }).customerIntakePerSecond, 5);

@@ -103,6 +103,8 @@ var appSettings = {
   CUSTOMER_INTAKE_PER_SECOND: '0'
   // The longest an order may wait for its customer's turn before it is refused (429): the door's.
   CUSTOMER_INTAKE_MAX_WAIT_SECONDS: string(int(failureHardThreshold) * int(claimTimeoutSeconds))
+  // Each customer's submissions in progress at once per instance; the rest wait in its line.
+  CUSTOMER_SUBMISSIONS_AT_ONCE: '8'
   // Partitions per process state of the operator's state index (docs/state-store.md, capacity).
   ORDER_INDEX_PARTITIONS: '32'
   // Retention (docs/operations.md): terminal orders archived then purged after 90 days, a

@@ -6,6 +6,7 @@ import type { IntakeGauge } from '../messaging/intakeGauge.js';
 import type { DeadLetterQueues } from '../messaging/deadLetters.js';
 import type { OrderStore } from '../stateStore/index.js';
 import type { OrderRetention } from '../retention/retentionAccounts.js';
+import type { SubmissionLine } from '../http/submissionLine.js';
 
 /** Everything a function needs, built once per process from the settings (see runtime.ts). */
 export interface Dependencies {
@@ -33,6 +34,11 @@ export interface Dependencies {
    * whose turn is further out than `maxDelaySeconds` (CUSTOMER_INTAKE_MAX_WAIT_SECONDS) is refused (429). Without it: no pacing.
    */
   customerIntake?: { book: CustomerIntake; maxDelaySeconds: number };
+  /**
+   * CUSTOMER_SUBMISSIONS_AT_ONCE: each customer's submissions in progress at this instance at
+   * once; the rest wait in the customer's line (http/submissionLine.ts). Without it: no line.
+   */
+  submissionLine?: SubmissionLine;
   /** The dead-letter queues: the operator's dead-letter routes, and the Supervisor's `deadletters` gauge. */
   deadLetters?: DeadLetterQueues;
   /** OPERATOR_BULK_RATE_PER_SECOND; absent means its default (20). */

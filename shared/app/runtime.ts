@@ -20,6 +20,7 @@ import { ServiceOutageWatch, type OutageWatch } from '../agents/outageWatch.js';
 import type { Dependencies } from './ports.js';
 import { RetentionAccounts } from '../retention/retentionAccounts.js';
 import { anyLiveWork, inProcessLiveWork, serviceBusLiveWork } from '../retention/liveWork.js';
+import { SubmissionLine, submissionLineWaiting } from '../http/submissionLine.js';
 
 /**
  * The composition root: one set of clients per process, built on first use from the validated
@@ -90,6 +91,9 @@ async function create(s: Settings): Promise<Dependencies> {
     workflows: newOrderVersions(),
     statusEvents: s.statusEvents,
     operatorBulkRatePerSecond: s.operatorBulkRatePerSecond,
+    ...(s.customerSubmissionsAtOnce > 0
+      ? { submissionLine: new SubmissionLine(s.customerSubmissionsAtOnce, submissionLineWaiting) }
+      : {}),
     ...(s.customerIntakePerSecond > 0
       ? {
           customerIntake: {

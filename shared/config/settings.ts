@@ -50,6 +50,7 @@ export const settingNames = {
   operatorBulkRatePerSecond: 'OPERATOR_BULK_RATE_PER_SECOND',
   customerIntakePerSecond: 'CUSTOMER_INTAKE_PER_SECOND',
   customerIntakeMaxWaitSeconds: 'CUSTOMER_INTAKE_MAX_WAIT_SECONDS',
+  customerSubmissionsAtOnce: 'CUSTOMER_SUBMISSIONS_AT_ONCE',
   orderIndexPartitions: 'ORDER_INDEX_PARTITIONS',
   orderRetentionDays: 'ORDER_RETENTION_DAYS',
   idempotencyRetentionDays: 'IDEMPOTENCY_RETENTION_DAYS',
@@ -102,6 +103,11 @@ export interface Settings {
    * the door's limit (an hour when the door is off); 0 refuses every order past the burst.
    */
   customerIntakeMaxWaitSeconds: number;
+  /**
+   * Each customer's submissions in progress at once at one instance; the rest wait in the
+   * customer's line (http/submissionLine.ts). 0 turns the line off.
+   */
+  customerSubmissionsAtOnce: number;
   /** Partitions per process state of the operator's state index (docs/state-store.md). */
   orderIndexPartitions: number;
   /** Retention, archive and purge (docs/operations.md "Retention"; retentionSettings.ts). */
@@ -356,6 +362,7 @@ export function loadSettings(env: Env = process.env, limits?: HostLimits): Setti
     operatorBulkRatePerSecond: integer(env, settingNames.operatorBulkRatePerSecond, 20, 1, 1000),
     customerIntakePerSecond: integer(env, settingNames.customerIntakePerSecond, 0, 0, 10_000),
     customerIntakeMaxWaitSeconds: 0,
+    customerSubmissionsAtOnce: integer(env, settingNames.customerSubmissionsAtOnce, 8, 0, 1000),
     orderIndexPartitions: integer(
       env,
       settingNames.orderIndexPartitions,

@@ -133,15 +133,66 @@ export async function submitOrder(
   if (!body.ok) return body.response;
   const parsed = parseOrderRequest(body.value);
   if (!parsed.ok) return validationProblem(parsed.errors);
+  // A customer is named within its client's scope: two clients' customer "c-1" are not one.
+  const customer = `${caller.scope ?? ''}/${parsed.value.customerId}`;
+  return inCustomerLine(deps, customer, context, () =>
+    recordSubmission(deps, request, context, key, caller.scope, customer, parsed.value),
+  );
+}
 
+/**
+ * Runs a submission in its customer's line at this instance (submissionLine.ts): a customer's
+ * burst waits there, not ahead of every other customer's submissions. A full line is refused with
+ * 429 and Retry-After, nothing recorded.
+ */
+async function inCustomerLine(
+  deps: Dependencies,
+  customer: string,
+  context: InvocationContext,
+  submit: () => Promise<HttpResponseInit>,
+): Promise<HttpResponseInit> {
+  const line = deps.submissionLine;
+  if (!line) return submit();
+  const turn = line.enter(customer);
+  if (!turn) {
+    logger(context, { actor: 'submission' }).warn("order refused: its customer's line is full", {
+      atOnce: line.atOnce,
+      waiting: line.maxWaiting,
+    });
+    const response = problem(
+      429,
+      problemTypes.overloaded,
+      'Too many orders from this customer right now',
+      `This instance is taking ${line.atOnce} orders of this customer and ${line.maxWaiting} more wait. ` +
+        'Nothing was recorded; retry after 1 s with the same Idempotency-Key.',
+    );
+    return retryAfter(response, 1);
+  }
+  const release = await turn;
+  try {
+    return await submit();
+  } finally {
+    release();
+  }
+}
+
+async function recordSubmission(
+  deps: Dependencies,
+  request: HttpRequest,
+  context: InvocationContext,
+  key: string | null,
+  callerScope: string | undefined,
+  customer: string,
+  parsed: OrderRequest,
+): Promise<HttpResponseInit> {
   const now = deps.clock.now();
-  const orderId = key !== null ? orderIdFromIdempotencyKey(key, caller.scope) : randomUUID();
+  const orderId = key !== null ? orderIdFromIdempotencyKey(key, callerScope) : randomUUID();
   const log = logger(context, { actor: 'submission', orderId });
   const order: Order = {
     orderId,
-    ...parsed.value,
-    requestHash: requestHash(parsed.value),
-    ...(caller.scope ? { callerScope: caller.scope } : {}),
+    ...parsed,
+    requestHash: requestHash(parsed),
+    ...(callerScope ? { callerScope } : {}),
     createdAt: now,
   };
   const recorded = key !== null ? await deps.store.load(orderId) : null;
@@ -153,8 +204,6 @@ export async function submitOrder(
   const refused = await atTheDoor(deps, now, log);
   if (refused) return refused;
   // Synchronously after the door's await: the turn is booked before any other submission's.
-  // A customer is named within its client's scope: two clients' customer "c-1" are not one.
-  const customer = `${caller.scope ?? ''}/${order.customerId}`;
   const turn = customerTurn(deps, customer, now, log);
   if (!turn.ok) return turn.response;
   // An approval step holds only orders above its amount (domain/waiting.ts).

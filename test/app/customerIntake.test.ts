@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { CustomerIntake, orderIdFromIdempotencyKey, systemClock } from '../../shared/domain/index.js';
+import { SubmissionLine } from '../../shared/http/submissionLine.js';
 import { queues } from '../../shared/messaging/entities.js';
 import type { Dependencies } from '../../shared/app/ports.js';
 import { freshDeps, held, postOrder, startInfra, testPolicy, type Infra } from './direct.js';
@@ -126,6 +127,44 @@ describe("customer intake: one customer's burst does not go ahead of everyone el
     const s = (await deps.store.load(orderIdFromIdempotencyKey(next)))!.state;
     const turn = s.scheduledFor!.getTime() - s.createdAt.getTime();
     assert.ok(turn > 500 && turn <= 1_000, `the second order's turn is one spacing out: ${turn} ms`);
+  });
+
+  it("another customer's submission is answered before a burst's, which waits in its own line", async () => {
+    const deps: Dependencies = { ...(await freshDeps(infra)), submissionLine: new SubmissionLine(2, 100) };
+    const answered: string[] = [];
+    const burst = Array.from({ length: 40 }, (_, i) =>
+      post(deps, 'burst').then((r) => {
+        answered.push(`burst-${i}`);
+        return r.status;
+      }),
+    );
+    const other = post(deps, 'other').then((r) => {
+      answered.push('other');
+      return r.status;
+    });
+    assert.deepEqual(new Set(await Promise.all([...burst, other])), new Set([202]), 'every order is taken');
+    const place = answered.indexOf('other');
+    assert.ok(place < 10, `the other customer's 202 came ${place + 1}th of 41`);
+  });
+
+  it('a burst past its line gets 429 problem+json with Retry-After, nothing recorded', async () => {
+    const deps: Dependencies = { ...(await freshDeps(infra)), submissionLine: new SubmissionLine(1, 2) };
+    const keys = Array.from({ length: 6 }, () => randomUUID());
+    const answers = await Promise.all(keys.map((key) => post(deps, 'eager', key)));
+    const refused = answers.flatMap((r, i) => (r.status === 429 ? [i] : []));
+    assert.equal(
+      refused.length,
+      3,
+      `one in progress, two waiting, three refused: ${answers.map((r) => r.status).join(', ')}`,
+    );
+    for (const i of refused) {
+      const headers = answers[i].headers as Record<string, string>;
+      assert.equal(headers['Content-Type'], 'application/problem+json');
+      assert.equal(headers['Retry-After'], '1');
+      assert.match(String(answers[i].body), /overloaded/);
+      assert.equal(await deps.store.load(orderIdFromIdempotencyKey(keys[i])), null);
+    }
+    assert.equal(deps.submissionLine!.customers, 0, 'the line is empty afterwards');
   });
 
   it('a submission that loses the race for its key gives its turn back', async () => {
