@@ -390,6 +390,11 @@ async function main(): Promise<void> {
         `from sending the POST ${seconds(p95(mixedFromSend))} vs ${seconds(p95(aloneFromSend))} s (ratio ${ratioFromSend.toFixed(2)}); ` +
         `the burst's p95 ${seconds(p95(burstDone.map((id) => (mixedDone.get(id) ?? Number.NaN) - sentAt.get(id)!)))} s from sending`,
     );
+    const answered = (ids: string[]) => p95(ids.map((id) => ctx.submitted.get(id)!.at - sentAt.get(id)!));
+    out(
+      `burst: the others' 202 came at p95 ${seconds(answered(mixedIds))} s after sending with the burst, ` +
+        `${seconds(answered(aloneIds))} s alone; the burst's at p95 ${seconds(answered(burstDone))} s`,
+    );
     if (values.trace) {
       // Who was who, with when each was accepted and finished, for analyses the report does not make.
       const times = (ids: string[], done: Map<string, number>) =>
