@@ -40,6 +40,34 @@ describe('call budget: fair shares', () => {
     assert.deepEqual(fairShares(20, [0, 0, 0, 4]), [4, 4, 4, 8]);
   });
 
+  it('gives the odd whole call to one with room for it, not over a want (a one-slot instance)', () => {
+    // Four instances, three carrying one slot's 3.26 calls/s, one five slots': the odd call of
+    // 20 went to a one-slot instance (4/s it could not start; staged bench, 3.26 + 0.74 unused).
+    assert.deepEqual(integerShares(20, [3.26, 3.26, 3.26, 16.3]), [3, 3, 3, 11]);
+    assert.deepEqual(integerShares(10, [3.5, 3.5, 3.5]), [4, 3, 3], 'over a want only when all are');
+  });
+
+  it('an integer share goes over its want only when no other had room for that call', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 200 }),
+        // Hundredths: fc.double keeps to extremes and seldom makes a want with a fraction.
+        fc.array(
+          fc.integer({ min: 0, max: 10_000 }).map((x) => x / 100),
+          { minLength: 1, maxLength: 8 },
+        ),
+        (capacity, wants) => {
+          const ints = integerShares(capacity, wants);
+          const exact = fairShares(capacity, wants);
+          // Over: a unit past both its want and its floor (a remainder it could not use).
+          const over = ints.some((x, i) => x > wants[i] + 1e-9 && x > Math.floor(exact[i] + 1e-9));
+          const room = ints.some((x, i) => x + 1 <= wants[i] + 1e-9);
+          assert.ok(!(over && room), `shares ${ints.join(', ')} of wants ${wants.join(', ')}`);
+        },
+      ),
+    );
+  });
+
   it('always sums to the capacity and never below a want it could meet', () => {
     fc.assert(
       fc.property(
