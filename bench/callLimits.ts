@@ -366,8 +366,13 @@ async function main(): Promise<void> {
     for (let i = 0; i < others; i++) alone.push(submit(ctx, urls[i % urls.length], `other-${i}`));
     const aloneIds = (await Promise.all(alone)).filter((x): x is string => x !== undefined);
     const aloneDone = await drainTimed(ctx, aloneIds, Date.now() + 300_000);
-    const aloneTimes = aloneIds.map((id) => (aloneDone.get(id) ?? Number.NaN) - ctx.submitted.get(id)!.at);
-    const aloneFromSend = aloneIds.map((id) => (aloneDone.get(id) ?? Number.NaN) - sentAt.get(id)!);
+    // Each order's time to terminal, from its 202 or from sending its first POST.
+    const accepted = (id: string) => ctx.submitted.get(id)!.at;
+    const sent = (id: string) => sentAt.get(id)!;
+    const untilDone = (ids: string[], done: Map<string, number>, from: (id: string) => number) =>
+      ids.map((id) => (done.get(id) ?? Number.NaN) - from(id));
+    const aloneTimes = untilDone(aloneIds, aloneDone, accepted);
+    const aloneFromSend = untilDone(aloneIds, aloneDone, sent);
     void t3;
     const burstIds: Promise<string | undefined>[] = [];
     for (let i = 0; i < Number(values.burst); i++)
@@ -378,8 +383,8 @@ async function main(): Promise<void> {
     const mixedIds = (await Promise.all(mixed)).filter((x): x is string => x !== undefined);
     const burstDone = (await Promise.all(burstIds)).filter((x): x is string => x !== undefined);
     const mixedDone = await drainTimed(ctx, [...mixedIds, ...burstDone], Date.now() + 300_000);
-    const mixedTimes = mixedIds.map((id) => (mixedDone.get(id) ?? Number.NaN) - ctx.submitted.get(id)!.at);
-    const mixedFromSend = mixedIds.map((id) => (mixedDone.get(id) ?? Number.NaN) - sentAt.get(id)!);
+    const mixedTimes = untilDone(mixedIds, mixedDone, accepted);
+    const mixedFromSend = untilDone(mixedIds, mixedDone, sent);
     const ratio = p95(mixedTimes) / p95(aloneTimes);
     // From the POST's sending as well: the time the client waited for its 202 counts for it too.
     const ratioFromSend = p95(mixedFromSend) / p95(aloneFromSend);
@@ -388,9 +393,9 @@ async function main(): Promise<void> {
       `burst: ${burstDone.length} orders of one customer, ${mixedIds.length} of others 1 s later: others' p95 time to terminal ` +
         `from their 202 ${seconds(p95(mixedTimes))} s with the burst vs ${seconds(p95(aloneTimes))} s alone (ratio ${ratio.toFixed(2)}); ` +
         `from sending the POST ${seconds(p95(mixedFromSend))} vs ${seconds(p95(aloneFromSend))} s (ratio ${ratioFromSend.toFixed(2)}); ` +
-        `the burst's p95 ${seconds(p95(burstDone.map((id) => (mixedDone.get(id) ?? Number.NaN) - sentAt.get(id)!)))} s from sending`,
+        `the burst's p95 ${seconds(p95(untilDone(burstDone, mixedDone, sent)))} s from sending`,
     );
-    const answered = (ids: string[]) => p95(ids.map((id) => ctx.submitted.get(id)!.at - sentAt.get(id)!));
+    const answered = (ids: string[]) => p95(ids.map((id) => accepted(id) - sent(id)));
     out(
       `burst: the others' 202 came at p95 ${seconds(answered(mixedIds))} s after sending with the burst, ` +
         `${seconds(answered(aloneIds))} s alone; the burst's at p95 ${seconds(answered(burstDone))} s`,
@@ -398,7 +403,7 @@ async function main(): Promise<void> {
     if (values.trace) {
       // Who was who, with when each was accepted and finished, for analyses the report does not make.
       const times = (ids: string[], done: Map<string, number>) =>
-        ids.map((id) => ({ id, at: ctx.submitted.get(id)!.at, done: done.get(id) ?? null }));
+        ids.map((id) => ({ id, at: accepted(id), done: done.get(id) ?? null }));
       writeFileSync(
         `${values.trace}.burst.json`,
         JSON.stringify({

@@ -42,6 +42,7 @@ import {
 } from '../callbacks/schemas.js';
 import { maxBodyBytes } from './jsonBody.js';
 import { operatorRole } from './operatorAuth.js';
+import { submissionLineWaiting } from './submissionLine.js';
 import { fieldErrorSchema, problemDetailsSchema } from './problem.js';
 
 /**
@@ -264,7 +265,9 @@ function operations(): Record<string, Record<string, OperationObject>> {
           ),
           '415': problem('The body is not JSON.'),
           '429': problem(
-            "Too many orders from this customer right now (problem type `overloaded`): this one's turn is further out than CUSTOMER_INTAKE_MAX_WAIT_SECONDS (its orders are taken CUSTOMER_INTAKE_PER_SECOND a second per instance), or the instance already has CUSTOMER_SUBMISSIONS_AT_ONCE of its submissions in progress and 1000 more waiting. Nothing was recorded; retry after Retry-After seconds with the same Idempotency-Key.",
+            "Too many orders from this customer right now (problem type `overloaded`): this one's turn is further out than CUSTOMER_INTAKE_MAX_WAIT_SECONDS (its orders are taken CUSTOMER_INTAKE_PER_SECOND a second per instance), or the instance already has CUSTOMER_SUBMISSIONS_AT_ONCE of its submissions in progress and " +
+              String(submissionLineWaiting) +
+              ' more waiting. Nothing was recorded; retry after Retry-After seconds with the same Idempotency-Key.',
             ['Retry-After'],
           ),
           ...clientResponses,

@@ -159,14 +159,10 @@ async function inCustomerLine(
       atOnce: line.atOnce,
       waiting: line.maxWaiting,
     });
-    const response = problem(
-      429,
-      problemTypes.overloaded,
-      'Too many orders from this customer right now',
-      `This instance is taking ${line.atOnce} orders of this customer and ${line.maxWaiting} more wait. ` +
-        'Nothing was recorded; retry after 1 s with the same Idempotency-Key.',
+    return tooManyFromCustomer(
+      `This instance is taking ${line.atOnce} orders of this customer and ${line.maxWaiting} more wait.`,
+      1,
     );
-    return retryAfter(response, 1);
   }
   const release = await turn;
   try {
@@ -259,18 +255,28 @@ function customerTurn(
       delaySeconds: Math.round(ahead.delayMs / 1000),
       limitSeconds: pacing.maxDelaySeconds,
     });
-    const response = problem(
-      429,
-      problemTypes.overloaded,
-      'Too many orders from this customer right now',
+    const response = tooManyFromCustomer(
       `Orders of this customer are taken ${pacing.book.perSecond} a second; this one would wait ` +
-        `${Math.round(ahead.delayMs / 1000)} s for its turn (limit ${pacing.maxDelaySeconds} s). Nothing ` +
-        `was recorded; retry after ${retryAfterSeconds} s with the same Idempotency-Key.`,
+        `${Math.round(ahead.delayMs / 1000)} s for its turn (limit ${pacing.maxDelaySeconds} s).`,
+      retryAfterSeconds,
     );
-    return { ok: false, response: retryAfter(response, retryAfterSeconds) };
+    return { ok: false, response };
   }
   const turn = pacing.book.book(customerId, now.getTime());
   return { ok: true, booked: true, ...(turn.delayMs > 0 ? { notBefore: new Date(turn.at) } : {}) };
+}
+
+/** 429: the customer's own backlog (its line or its turn), not the system's; nothing recorded. */
+function tooManyFromCustomer(why: string, retryAfterSeconds: number): HttpResponseInit {
+  return retryAfter(
+    problem(
+      429,
+      problemTypes.overloaded,
+      'Too many orders from this customer right now',
+      `${why} Nothing was recorded; retry after ${retryAfterSeconds} s with the same Idempotency-Key.`,
+    ),
+    retryAfterSeconds,
+  );
 }
 
 /**
