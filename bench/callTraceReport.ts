@@ -9,7 +9,7 @@ import { gateBacklogFigure } from './callThroughput.js';
  * without a share there); per instance: how much of its granted rate it used.
  */
 interface Ev {
-  ev: 'arrive' | 'hold' | 'start' | 'wait' | 'grant';
+  ev: 'arrive' | 'hold' | 'start' | 'wait' | 'grant' | 'renew' | 'look';
   inst: string;
   t: number;
   key?: string;
@@ -18,6 +18,8 @@ interface Ev {
   waited?: boolean;
   rate?: number;
   conc?: number;
+  /** A renewal's writes (0: a look from standing aside, one read). */
+  attempts?: number;
 }
 
 export interface ServiceCall {
@@ -206,6 +208,19 @@ export function traceReport(file: string, calls: ServiceCall[], rate: number, st
   }
   out.push(
     `trace: ${idleWhileSendingBack} of ${waitEvs.length} sent-backs happened while another instance had a free slot and rate left in its window`,
+  );
+  // What the lease row cost over the same calls: a renewal reads and writes once per attempt (one
+  // read standing aside); a look before a call (shared/agents/pauseNews.ts) is one read.
+  const renewals = events.filter((e) => e.ev === 'renew');
+  const looks = events.filter((e) => e.ev === 'look').length;
+  const tx = renewals.reduce((a, e) => a + Math.max(1, e.attempts ?? 1) + (e.attempts ?? 1), 0) + looks;
+  // Per second, from 5 s before the first call (the renewals that set the grants up) to the last
+  // call's end: the row's work is per instance and lease, so its cost per call falls as the rate grows.
+  const seconds = Math.max(1, (to - from) / 1000);
+  out.push(
+    `trace: lease row: ${renewals.length} renewals and ${looks} looks for a pause before a call, ` +
+      `${tx} table transactions in ${seconds.toFixed(1)} s (${(tx / seconds).toFixed(2)}/s; ` +
+      `${(tx / Math.max(1, starts)).toFixed(3)} per call at this rate)`,
   );
   return out;
 }

@@ -226,11 +226,17 @@ export async function serveRequest(
         },
         deps.callPolicy,
         deps.clock,
-      ).finally(() => {
-        offTheWire();
-        deps.budget?.done(Date.now() - started);
-        callEnded?.();
-      });
+      )
+        .then((r) => {
+          // An answer that is not a refusal is news that the service takes calls (pauseNews.ts).
+          deps.budget?.answered(r.outcome === 'deadline-passed' ? r.lastStatus : r.status);
+          return r;
+        })
+        .finally(() => {
+          offTheWire();
+          deps.budget?.done(Date.now() - started);
+          callEnded?.();
+        });
       const status = r.outcome === 'deadline-passed' ? r.lastStatus : r.status;
       span.setAttributes({
         'order.remote.attempts': r.attempts,

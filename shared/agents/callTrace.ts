@@ -22,6 +22,7 @@ export interface TraceEvent {
     | 'give-back'
     | 'token'
     | 'renew'
+    | 'look'
     | 'wire';
   inst: string;
   t: number;

@@ -266,6 +266,8 @@ async function servePulled(
     const id = `${requestIdOf(request)}:waiting:${request.waits ?? 0}:start`;
     await extendCompleteBy(deps.bus, request, completeBy, id);
   }
+  // A host that heard nothing for a second reads the lease row first (pauseNews.ts).
+  await gate.pauseKnown();
   if (gate.paused) {
     // The service pushed back since this slot was claimed (a 429 here or, by the lease row,
     // elsewhere): no call in the pause. Back to the waiting queue, where it is the oldest again.

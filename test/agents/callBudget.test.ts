@@ -204,6 +204,91 @@ describe('global call budget', () => {
     assert.ok(resumedAfter >= 3_000, `b resumed after the pause, at ${resumedAfter} ms`);
   });
 
+  /** The lease table, counting the reads of the row made by `admit` itself. */
+  const countingReads = () => {
+    const counted = Object.create(table) as CallBudgetTable;
+    const reads = { n: 0 };
+    counted.read = async (...args: Parameters<CallBudgetTable['read']>) => {
+      reads.n += 1;
+      return table.read(...args);
+    };
+    return { counted, reads };
+  };
+
+  for (const limited of [true, false]) {
+    it(`a host that calls rarely learns of another's pause before its next call, not at its renewal (${limited ? 'limited' : 'unlimited'} service)`, async () => {
+      // The limit does not bind, so leases are long (the product's 5 s to 60 s): a host calling
+      // once in a while renews only every lease. Before, it learned of the pause at that renewal
+      // or from its own first 429: one call into the pause per such host (issue 26 asks every
+      // host to pause within 1 s of the first 429).
+      const service = `svc-${randomUUID().slice(0, 8)}`;
+      const limits = limited ? { maxCallsPerSecond: 50, maxConcurrentCalls: 50 } : {};
+      const a = gate(service, 'a', limits, 5_000, 60_000, true);
+      const b = gate(service, 'b', limits, 5_000, 60_000, true);
+      for (const [g, n] of [
+        [a, 1],
+        [b, 2],
+      ] as const) {
+        assert.equal((await g.admit(request(n))).kind, 'start');
+        g.done(5);
+      }
+      await sleep(1_100);
+      const refusedAt = Date.now();
+      a.pushback(30_000);
+      await sleep(1_000 - (Date.now() - refusedAt));
+      const r = await b.admit(request(3));
+      if (r.kind === 'start') b.done(1);
+      assert.equal(r.kind, 'wait', `b called ${Date.now() - refusedAt} ms after a's 429, in its pause`);
+      assert.equal(r.kind === 'wait' && r.reason, 'paused');
+      assert.ok(r.kind === 'wait' && r.at >= refusedAt + 30_000 - 50, 'until the Retry-After');
+    });
+  }
+
+  it('a host that heard from the service within the last second reads no lease row before its call', async () => {
+    // What the look before a rare call costs: nothing while calls are answered at least once a
+    // second (at 100 orders/s over ten instances, each calls every 100 ms).
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const { counted, reads } = countingReads();
+    // Unlimited, so every call starts; the look before a call is the same for a limited service.
+    const g = gate(service, 'busy', {}, 5_000, 60_000, true, { table: counted });
+    assert.equal((await g.admit(request(1))).kind, 'start');
+    g.done(5);
+    g.answered(200);
+    const before = reads.n;
+    for (let n = 2; n < 12; n += 1) {
+      await sleep(200);
+      assert.equal((await g.admit(request(n))).kind, 'start');
+      g.done(5);
+      g.answered(200);
+    }
+    assert.equal(reads.n - before, 0, 'no read while the service answered within each second');
+    await sleep(1_100);
+    assert.equal((await g.admit(request(12))).kind, 'start');
+    g.done(5);
+    assert.equal(reads.n - before, 1, 'one read before a call after a quiet second');
+  });
+
+  it('an instance without a free slot reads no lease row for the requests it sends to wait', async () => {
+    // The look is for a call about to start: an instance standing aside receives requests all the
+    // time (a quarter of them at four hosts) and calls none; a read for each quiet second there
+    // would cost about a read a second per such instance (0.1 a order at 20 orders/s).
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const limits = { maxCallsPerSecond: 20, maxConcurrentCalls: 1 };
+    const holder = gate(service, 'holder', limits, 5_000, 60_000, true);
+    assert.equal((await holder.admit(request(1))).kind, 'start', 'the holder takes the only slot');
+    const { counted, reads } = countingReads();
+    const aside = gate(service, 'aside', limits, 5_000, 60_000, true, { table: counted });
+    assert.equal((await aside.admit(request(2))).kind, 'wait');
+    await sleep(1_100);
+    const before = reads.n;
+    for (let n = 3; n < 6; n += 1) {
+      assert.equal((await aside.admit(request(n))).kind, 'wait');
+      await sleep(400);
+    }
+    holder.done(2_000);
+    assert.equal(reads.n - before, 0, 'no read for requests that could not start');
+  });
+
   it('an Agent without a slot sends the request back scheduled, moves complete-by, and calls nothing', async () => {
     resetCircuitBreakers();
     const service = `payment-${randomUUID().slice(0, 8)}`;

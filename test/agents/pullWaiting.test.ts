@@ -512,6 +512,34 @@ describe('pull mode: a freed slot pulls the next waiting request', () => {
     );
   });
 
+  it('a host that heard nothing for a second looks for a pause in the lease row before a pulled call', async () => {
+    // Issue 26: every host pauses within 1 s of the first 429. A pull loop starts calls without
+    // `admit`: a host on a long lease whose last news was older learned of another's pause at its
+    // next renewal, and called into the pause meanwhile.
+    const service = await freshService();
+    const limits = { maxCallsPerSecond: 10, maxConcurrentCalls: 2 };
+    const g = gate(service, 'rare', limits, 60_000);
+    const other = gate(service, 'other', limits, 60_000);
+    const first = request(5_000);
+    await run(service, g, first);
+    assert.equal(charges(first.idempotencyKey).length, 1, 'the host holds a grant: it called');
+    await sleep(1_100);
+    const refusedAt = Date.now();
+    other.pushback(30_000);
+    await sleep(300);
+    const late = { ...request(20_000), waits: 1, waitingSince: new Date().toISOString() };
+    await infra.bus.send(waitingQueue, [
+      { messageId: `${late.orderId}:w`, body: late, correlationId: late.orderId },
+    ]);
+    await run(service, g, pullTokenMessage(`tok-${randomUUID()}`, Date.now(), Date.now(), 0).body);
+    assert.equal(
+      charges(late.idempotencyKey).length,
+      0,
+      `no call ${Date.now() - refusedAt} ms after the other host's 429, in its pause`,
+    );
+    assert.equal((await held(infra, waitingQueue, late.orderId)).length, 1, 'it waits in the waiting queue');
+  });
+
   it('a pulled request past its complete-by is dropped without a call', async () => {
     const { service, g } = await solo({ maxCallsPerSecond: 10, maxConcurrentCalls: 1 });
     const stale = { ...request(-1_000), waits: 1, waitingSince: new Date().toISOString() };
