@@ -41,6 +41,13 @@ const { values } = parseArgs({
     burst: { type: 'string', default: '60' },
     others: { type: 'string', default: '10' },
     'storm-seconds': { type: 'string', default: '6' },
+    /**
+     * The storm's orders trickle in, one every this many ms from 3 s before it to its end, instead
+     * of a backlog: each host then calls payment seldom, the limit does not bind (leases are long),
+     * and the Retry-After is the storm's length. A host that has not had a 429 of its own learns of
+     * the pause only from the lease row.
+     */
+    'storm-trickle-ms': { type: 'string' },
     'latency-ms': { type: 'string', default: '300' },
     /**
      * CALL_BUDGET_LEASE_SECONDS of every host: how long a share lasts before it is renewed. The
@@ -73,6 +80,7 @@ const rate = Number(values.rate);
 const concurrent = Number(values.concurrent);
 const orders = Number(values.orders);
 const stormSeconds = Number(values['storm-seconds']);
+const trickleMs = values['storm-trickle-ms'] === undefined ? undefined : Number(values['storm-trickle-ms']);
 const staged = values.staged;
 const paymentAlone = staged && values.alone;
 const stageSeconds = Number(values['stage-seconds']);
@@ -322,12 +330,22 @@ async function main(): Promise<void> {
     // 2. A 429 storm.
     const t2 = Date.now();
     const submitted2: Promise<string | undefined>[] = [];
-    for (let i = 0; i < Math.ceil(orders / 2); i++) {
+    let trickling = true;
+    const trickle =
+      trickleMs === undefined
+        ? undefined
+        : (async () => {
+            for (let i = 0; trickling; i++) {
+              submitted2.push(submit(ctx, urls[i % urls.length], `customer-${i % 20}`));
+              await sleep(trickleMs);
+            }
+          })();
+    for (let i = 0; trickle === undefined && i < Math.ceil(orders / 2); i++) {
       submitted2.push(submit(ctx, urls[i % urls.length], `customer-${i % 20}`));
       await sleep(20);
     }
     await sleep(3_000);
-    const retryAfter = 3;
+    const retryAfter = trickle === undefined ? 3 : stormSeconds;
     await payment.setFaults({
       latencyMs: Number(values['latency-ms']),
       answerStatus: 429,
@@ -335,6 +353,8 @@ async function main(): Promise<void> {
     });
     const stormStart = Date.now();
     await sleep(stormSeconds * 1000);
+    trickling = false;
+    await trickle;
     await payment.setFaults({ latencyMs: Number(values['latency-ms']) });
     const stormEnd = Date.now();
     const ids2 = (await Promise.all(submitted2)).filter((x): x is string => x !== undefined);
@@ -350,7 +370,8 @@ async function main(): Promise<void> {
     const errors2 = finals2.filter((s) => s?.state.processState === 'Error').length;
     const open2 = finals2.filter((s) => !s || !isTerminal(s.state.processState)).length;
     out(
-      `storm: ${stormSeconds} s of 429 (Retry-After ${retryAfter} s) from +${((first429 - stormStart) / 1000).toFixed(1)} s; ` +
+      `storm: ${stormSeconds} s of 429 (Retry-After ${retryAfter} s${trickle ? `, orders trickling one every ${trickleMs} ms` : ''}) ` +
+        `from +${((first429 - stormStart) / 1000).toFixed(1)} s; ` +
         `${refused} calls refused; calls reaching the service from 1 s after the first 429 to its Retry-After: ${inPause.length}; ` +
         `charges after the storm ${afterStorm}; not terminal ${open2}; Error ${errors2}`,
     );
