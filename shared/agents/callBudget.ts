@@ -29,7 +29,7 @@ import {
   rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
-import { acceptedStatus, PauseNews } from './pauseNews.js';
+import { acceptedStatus, PauseNews, pauseLookWaitMs } from './pauseNews.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
 import type { CallBudgetTable, GrantReport, ReportedGrant } from '../stateStore/callBudgetTable.js';
 import { traceCall, tracing } from './callTrace.js';
@@ -615,18 +615,16 @@ export class ServiceCallGate {
    * lets the call go (the grant still bounds it) and the next call looks again.
    */
   async pauseKnown(): Promise<void> {
-    await this.news
+    const warn = (error: string) =>
+      this.o.log?.warn('could not read the call budget row for a pause', { service: this.o.service, error });
+    const answered = await this.news
       .fresh(this.o.clock.now().getTime(), async () => {
         const { row } = await (await this.o.table).read(this.o.service);
         this.pacer.pausedUntil = Math.max(this.pacer.pausedUntil, row.pausedUntil);
         traceCall({ ev: 'look', inst: this.o.instance, t: this.o.clock.now().getTime() });
       })
-      .catch((e: unknown) =>
-        this.o.log?.warn('could not read the call budget row for a pause', {
-          service: this.o.service,
-          error: (e as Error).message,
-        }),
-      );
+      .catch((e: unknown) => warn((e as Error).message));
+    if (answered === false) warn(`no answer within ${pauseLookWaitMs} ms; the call goes on`);
   }
 
   /** The service answered one of this process's calls with `status` (none: no answer). */

@@ -17,6 +17,12 @@
  */
 export const pauseNewsMaxAgeMs = 1_000;
 
+/**
+ * The longest a call waits for its look. A look not answered by then lets the call go (the grant
+ * still bounds it): a table that hangs must not hold every rare call with it.
+ */
+export const pauseLookWaitMs = 1_000;
+
 /** An answer that shows the service accepting calls: any status it gave, except a refusal. */
 export function acceptedStatus(status: number | undefined): boolean {
   return status !== undefined && status < 500 && status !== 429;
@@ -41,15 +47,30 @@ export class PauseNews {
   /**
    * Makes the news fresh for a call at `now`: `look(now)` reads the row and applies its pause
    * (the news counts from when the read was sent). Concurrent calls share one look; its failure
-   * is the caller's to report, and leaves the news stale so the next call looks again.
+   * is the caller's to report, and leaves the news stale so the next call looks again. A look
+   * not answered within `waitMs` resolves `false`: the call goes on, the look may still land, and
+   * the next call sends its own (at most one new look per `waitMs`).
    */
-  async fresh(now: number, look: (sentAt: number) => Promise<void>): Promise<void> {
-    if (!this.stale(now)) return;
-    this.looking ??= look(now)
+  async fresh(
+    now: number,
+    look: (sentAt: number) => Promise<void>,
+    waitMs = pauseLookWaitMs,
+  ): Promise<boolean> {
+    if (!this.stale(now)) return true;
+    const looking = (this.looking ??= look(now)
       .then(() => this.heard(now))
       .finally(() => {
         this.looking = undefined;
-      });
-    await this.looking;
+      }));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), waitMs)));
+    try {
+      const answered = await Promise.race([looking.then(() => true as const), late]);
+      // Given up: the next call sends a new look rather than wait on one that may never answer.
+      if (!answered && this.looking === looking) this.looking = undefined;
+      return answered;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

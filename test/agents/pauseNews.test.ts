@@ -46,6 +46,24 @@ describe('pause news: a call starts only on news of a pause under a second old',
     assert.equal(looked, true);
   });
 
+  it('a look that does not answer lets the call go after the wait, and the next call sends its own', async () => {
+    const news = new PauseNews();
+    let looks = 0;
+    const hang = () => {
+      looks += 1;
+      return new Promise<void>(() => undefined);
+    };
+    const began = Date.now();
+    assert.equal(await news.fresh(1_000, hang, 50), false, 'the call goes on without the news');
+    assert.ok(Date.now() - began >= 45, 'after the wait');
+    assert.equal(news.stale(1_001), true);
+    const second = news.fresh(1_001, hang, 20);
+    assert.equal(looks, 2, 'a look given up is not waited on again');
+    void news.fresh(1_002, hang, 20);
+    assert.equal(looks, 2, 'but the new one is shared');
+    assert.equal(await second, false);
+  });
+
   it("counts the service's answers, not its refusals nor a call it never answered", () => {
     for (const s of [200, 201, 400, 404, 409, 422]) assert.equal(acceptedStatus(s), true, `${s}`);
     for (const s of [429, 500, 502, 503, 504, undefined]) assert.equal(acceptedStatus(s), false, `${s}`);
