@@ -135,6 +135,14 @@ const backlog = {
     Number(chaosSettings.FAILURE_HARD_THRESHOLD) * Number(chaosSettings.CLAIM_TIMEOUT_SECONDS) + 6,
 };
 
+/** pause-reaches-rare-callers: the storm's length, and its Retry-After. */
+const rareStormSeconds = 5;
+/**
+ * pause-reaches-rare-callers: the orders that trickle through the storm and how far apart, and
+ * how long after payment's first charge the storm starts (past the 5 s first lease).
+ */
+const rareCallers = { orders: 12, gapMs: 1_000, settleMs: 6_000 };
+
 /** soak: orders for a run of n per scenario (past the 2,048 deliveries a link once stalled at). */
 const soakOrders = (n: number): number => Math.max(700, n);
 
@@ -857,6 +865,54 @@ export const scenarios: Scenario[] = [
       return {
         violations,
         note: `${refused} calls answered 401; ${outage.length} outage alert(s); ${undone} compensations`,
+      };
+    },
+  },
+  {
+    name: 'pause-reaches-rare-callers',
+    quick: true,
+    recoverable: true,
+    outageSeconds: rareStormSeconds,
+    what:
+      `three hosts; ${rareCallers.orders} orders trickle in ${rareCallers.gapMs} ms apart (each host calls payment ` +
+      'about once in 3 s, so no limit binds and leases grow long), and the rest come after; payment ' +
+      `answers 429 with Retry-After ${rareStormSeconds} s for as long, from ${rareCallers.settleMs / 1000} s ` +
+      'after its first charge: no payment call may reach it from 1 s after the first 429 until the ' +
+      'Retry-After (issue 26), and every order ends Processed',
+    async run(ctx, n) {
+      const hosts = [ctx.stack.baseUrl, (await addHost(ctx)).baseUrl, (await addHost(ctx)).baseUrl];
+      const rare = Math.min(n, rareCallers.orders);
+      const trickling = submitMany(ctx, rare, [[]], rareCallers.gapMs, hosts);
+      // The storm starts once every host has renewed past its first lease at this pace (a host
+      // that calls steadily but seldom then holds a long one) and payment has answered calls.
+      const charged = () => ctx.ledgers().payment.requests.some((r) => r.status === 200);
+      for (let waited = 0; !charged() && waited < 60_000; waited += 100) await sleep(100);
+      await sleep(rareCallers.settleMs);
+      ctx.stack.remote.payment.setFaults({ answerStatus: 429, retryAfterSeconds: rareStormSeconds });
+      await sleep(rareStormSeconds * 1000);
+      ctx.stack.remote.payment.setFaults({});
+      await trickling;
+      if (n > rare) await submitMany(ctx, n - rare, [[]], 50, hosts);
+      return `3 hosts, ${rare} orders ${rareCallers.gapMs} ms apart, payment 429 for ${rareStormSeconds} s`;
+    },
+    async check(ctx) {
+      const requests = ctx.ledgers().payment.requests.map((r) => ({ ...r, at: Date.parse(r.receivedAt) }));
+      const refused = requests.filter((r) => r.status === 429);
+      const { violations, note: errors } = await noOrderInError(ctx);
+      if (refused.length === 0)
+        return { violations, note: 'no 429 answered', unmet: ['the storm refused no call'] };
+      const first = Math.min(...refused.map((r) => r.at));
+      const inPause = requests.filter((r) => r.at > first + 1000 && r.at < first + rareStormSeconds * 1000);
+      if (inPause.length > 0)
+        violations.push(
+          `${inPause.length} payment call(s) in the pause, at +${inPause.map((r) => r.at - first).join(', +')} ms after the first 429`,
+        );
+      const after = requests.filter(
+        (r) => r.at >= first + rareStormSeconds * 1000 && r.status === 200,
+      ).length;
+      return {
+        violations,
+        note: `${refused.length} refused, ${inPause.length} in the pause, ${after} charged after it; ${errors}`,
       };
     },
   },

@@ -22,6 +22,7 @@ import { recordRemoteFailure, recordStepCall } from '../observability/orderMetri
 import { annotate, inSpan, orderAttributes, SpanKind } from '../observability/tracing.js';
 import {
   callRemoteService,
+  lastStatusOf,
   type RemoteCallPolicyOptions,
   type RemoteCallResult,
 } from './remoteServiceClient.js';
@@ -229,7 +230,7 @@ export async function serveRequest(
       )
         .then((r) => {
           // An answer that is not a refusal is news that the service takes calls (pauseNews.ts).
-          deps.budget?.answered(r.outcome === 'deadline-passed' ? r.lastStatus : r.status);
+          deps.budget?.answered(lastStatusOf(r));
           return r;
         })
         .finally(() => {
@@ -237,7 +238,7 @@ export async function serveRequest(
           deps.budget?.done(Date.now() - started);
           callEnded?.();
         });
-      const status = r.outcome === 'deadline-passed' ? r.lastStatus : r.status;
+      const status = lastStatusOf(r);
       span.setAttributes({
         'order.remote.attempts': r.attempts,
         'order.outcome': r.outcome,

@@ -45,19 +45,15 @@ export class PauseNews {
   }
 
   /**
-   * Makes the news fresh for a call at `now`: `look(now)` reads the row and applies its pause
-   * (the news counts from when the read was sent). Concurrent calls share one look; its failure
+   * Makes the news fresh for a call at `now`: `look()` reads the row and applies its pause (the
+   * news counts from `now`, when the read was sent). Concurrent calls share one look; its failure
    * is the caller's to report, and leaves the news stale so the next call looks again. A look
    * not answered within `waitMs` resolves `false`: the call goes on, the look may still land, and
    * the next call sends its own (at most one new look per `waitMs`).
    */
-  async fresh(
-    now: number,
-    look: (sentAt: number) => Promise<void>,
-    waitMs = pauseLookWaitMs,
-  ): Promise<boolean> {
+  async fresh(now: number, look: () => Promise<void>, waitMs = pauseLookWaitMs): Promise<boolean> {
     if (!this.stale(now)) return true;
-    const looking = (this.looking ??= look(now)
+    const looking = (this.looking ??= look()
       .then(() => this.heard(now))
       .finally(() => {
         this.looking = undefined;

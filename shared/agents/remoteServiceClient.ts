@@ -84,6 +84,11 @@ export type RemoteCallResult =
       lastStatus?: number;
     };
 
+/** The status the service last answered the call with (none: it never answered). */
+export function lastStatusOf(result: RemoteCallResult): number | undefined {
+  return result.outcome === 'deadline-passed' ? result.lastStatus : result.status;
+}
+
 /** The largest delay setTimeout accepts. */
 const maxTimerMs = 2_147_483_647;
 
