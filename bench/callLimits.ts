@@ -60,7 +60,6 @@ const { values } = parseArgs({
     'customer-share': { type: 'string' },
     /** CUSTOMER_INTAKE_PER_SECOND of every host: each customer's orders a second per instance (off by default). */
     'customer-intake': { type: 'string' },
-    'hold-ms': { type: 'string' },
     'limit-only': { type: 'boolean', default: false },
     staged: { type: 'boolean', default: false },
     /** With --staged: how long staging may take (it also sets the step timeout above it). */
@@ -226,7 +225,6 @@ async function main(): Promise<void> {
       ...(values.trace ? { CALL_BUDGET_TRACE_FILE: values.trace } : {}),
       ...(values['customer-share'] ? { CALL_BUDGET_CUSTOMER_SHARE: values['customer-share'] } : {}),
       ...(values['customer-intake'] ? { CUSTOMER_INTAKE_PER_SECOND: values['customer-intake'] } : {}),
-      ...(values['hold-ms'] !== undefined ? { CALL_BUDGET_LINE_HOLD_MS: values['hold-ms'] } : {}),
       ...(staged ? stagedSettings(stageSeconds) : {}),
     },
     verbose: values.verbose,

@@ -33,7 +33,6 @@ export function callBudgets(clock: Clock, config: CallBudgetSettings): CallBudge
           instance: budgetInstance,
           leaseMs: config.leaseSeconds * 1000,
           customerShare: config.customerShare,
-          lineHoldMs: config.lineHoldMs,
           pull: true,
           clock,
           get table() {

@@ -13,14 +13,11 @@ export interface CallBudgetSettings {
   leaseSeconds: number;
   /** The most of a limited service one customer takes while others wait (CALL_BUDGET_CUSTOMER_SHARE). */
   customerShare: number;
-  /** How long a request due soon waits in place for its slot (CALL_BUDGET_LINE_HOLD_MS; 0: never). */
-  lineHoldMs: number;
 }
 
 export const callBudgetSettingNames = {
   leaseSeconds: 'CALL_BUDGET_LEASE_SECONDS',
   customerShare: 'CALL_BUDGET_CUSTOMER_SHARE',
-  lineHoldMs: 'CALL_BUDGET_LINE_HOLD_MS',
 } as const;
 
 const prefix = (agent: string) => agent.toUpperCase().replace(/-/g, '_');
@@ -78,15 +75,7 @@ export function loadCallBudgetSettings(
       `must be a fraction above 0 and at most 1, got "${share}"`,
     );
   }
-  const hold = raw(env, callBudgetSettingNames.lineHoldMs);
-  const lineHoldMs = hold === undefined ? 1_000 : Number(hold);
-  if (!Number.isInteger(lineHoldMs) || lineHoldMs < 0 || lineHoldMs > 5_000) {
-    throw new SettingsError(
-      callBudgetSettingNames.lineHoldMs,
-      `must be an integer number of milliseconds from 0 to 5000, got "${hold}"`,
-    );
-  }
-  return { limits, leaseSeconds, customerShare, lineHoldMs };
+  return { limits, leaseSeconds, customerShare };
 }
 
 export { isLimited };
