@@ -211,16 +211,22 @@ export function traceReport(file: string, calls: ServiceCall[], rate: number, st
   );
   // What the lease row cost over the same calls: a renewal reads and writes once per attempt (one
   // read standing aside); a look before a call (shared/agents/pauseNews.ts) is one read.
-  const renewals = events.filter((e) => e.ev === 'renew');
-  const looks = events.filter((e) => e.ev === 'look').length;
-  const tx = renewals.reduce((a, e) => a + Math.max(1, e.attempts ?? 1) + (e.attempts ?? 1), 0) + looks;
+  const rowTx = (evs: Ev[]) =>
+    evs.reduce((a, e) => a + (e.ev === 'look' ? 1 : Math.max(1, e.attempts ?? 1) + (e.attempts ?? 1)), 0);
+  const rowEvents = events.filter((e) => e.ev === 'renew' || e.ev === 'look');
+  const renewals = rowEvents.filter((e) => e.ev === 'renew').length;
+  const tx = rowTx(rowEvents);
   // Per second, from 5 s before the first call (the renewals that set the grants up) to the last
-  // call's end: the row's work is per instance and lease, so its cost per call falls as the rate grows.
+  // call's end, and over the calls' second half alone: the grants settle in the first seconds
+  // (renewals a window apart while they move), then each instance renews once a lease. The row's
+  // work is per instance and lease, so its cost per call falls as the rate grows.
   const seconds = Math.max(1, (to - from) / 1000);
+  const half = (from + 5_000 + to) / 2;
+  const settled = rowTx(rowEvents.filter((e) => e.t >= half)) / Math.max(1, (to - half) / 1000);
   out.push(
-    `trace: lease row: ${renewals.length} renewals and ${looks} looks for a pause before a call, ` +
+    `trace: lease row: ${renewals} renewals and ${rowEvents.length - renewals} looks for a pause before a call, ` +
       `${tx} table transactions in ${seconds.toFixed(1)} s (${(tx / seconds).toFixed(2)}/s; ` +
-      `${(tx / Math.max(1, starts)).toFixed(3)} per call at this rate)`,
+      `${(tx / Math.max(1, starts)).toFixed(3)} per call at this rate); ${settled.toFixed(2)}/s over the calls' second half`,
   );
   return out;
 }
