@@ -29,7 +29,7 @@ import {
   rateWindowMs,
 } from '../domain/index.js';
 import type { Logger } from '../observability/logger.js';
-import { acceptedStatus, PauseNews, pauseLookWaitMs } from './pauseNews.js';
+import { acceptedStatus, PauseNews, pauseLookWaitMs, pauseNewsMaxAgeMs } from './pauseNews.js';
 import { recordCallPause, recordCallWait, recordGate } from '../observability/callBudgetMetrics.js';
 import type { CallBudgetTable, GrantReport, ReportedGrant } from '../stateStore/callBudgetTable.js';
 import { traceCall, tracing } from './callTrace.js';
@@ -60,6 +60,11 @@ export interface CallGateOptions {
   marginMs?: number;
   /** A 429/503 without Retry-After pauses this long. */
   minPauseMs?: number;
+  /**
+   * How old this process's news of a pause may be when a call starts (default pauseNewsMaxAgeMs;
+   * 0: never read the row for it). Older, the row is read first (pauseNews.ts).
+   */
+  pauseNewsMs?: number;
   /**
    * Requests that cannot start wait in the service's waiting queue and a freed slot pulls the next
    * (shared/agents/pullWaiting.ts): no line is held in place. Off: the line (lineHoldMs) is used.
@@ -192,7 +197,7 @@ export class ServiceCallGate {
   private concurrencyWaits = 0;
   private pausing: Promise<void> | undefined;
   /** How fresh what this process knows of a pause is (a call starts only on news under 1 s old). */
-  private readonly news = new PauseNews();
+  private readonly news: PauseNews;
   private readonly waiting = new Map<string, { since: number; orderId: string; at: number }>();
   /** The waiting count the lease row last got from this instance (the operators' readout shows it). */
   private reportedWaiting = 0;
@@ -201,6 +206,7 @@ export class ServiceCallGate {
 
   constructor(private readonly o: CallGateOptions) {
     this.limited = isLimited(o.limits);
+    this.news = new PauseNews(o.pauseNewsMs ?? pauseNewsMaxAgeMs);
     this.renewEveryMs = o.leaseMs;
     this.pacer.marginMs = o.marginMs ?? serviceMarginMs;
     if (!this.limited) {

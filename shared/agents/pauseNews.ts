@@ -32,6 +32,7 @@ export class PauseNews {
   private heardAt = Number.NEGATIVE_INFINITY;
   private looking: Promise<void> | undefined;
 
+  /** @param maxAgeMs the oldest news a call may start on; 0: never look (news is always fresh). */
   constructor(private readonly maxAgeMs = pauseNewsMaxAgeMs) {}
 
   /** Something as of `at` (epoch ms) said whether the service is paused. */
@@ -41,7 +42,7 @@ export class PauseNews {
 
   /** Whether a call at `now` needs a fresh look first. */
   stale(now: number): boolean {
-    return now - this.heardAt > this.maxAgeMs;
+    return this.maxAgeMs > 0 && now - this.heardAt > this.maxAgeMs;
   }
 
   /**

@@ -33,6 +33,7 @@ export function callBudgets(clock: Clock, config: CallBudgetSettings): CallBudge
           instance: budgetInstance,
           leaseMs: config.leaseSeconds * 1000,
           customerShare: config.customerShare,
+          pauseNewsMs: config.pauseNewsSeconds * 1000,
           pull: true,
           clock,
           get table() {

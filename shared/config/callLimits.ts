@@ -13,11 +13,17 @@ export interface CallBudgetSettings {
   leaseSeconds: number;
   /** The most of a limited service one customer takes while others wait (CALL_BUDGET_CUSTOMER_SHARE). */
   customerShare: number;
+  /**
+   * How old an instance's news of a pause may be when it starts a call (CALL_BUDGET_PAUSE_NEWS_SECONDS;
+   * shared/agents/pauseNews.ts): older, it reads the lease row first. 0: never reads for it.
+   */
+  pauseNewsSeconds: number;
 }
 
 export const callBudgetSettingNames = {
   leaseSeconds: 'CALL_BUDGET_LEASE_SECONDS',
   customerShare: 'CALL_BUDGET_CUSTOMER_SHARE',
+  pauseNewsSeconds: 'CALL_BUDGET_PAUSE_NEWS_SECONDS',
 } as const;
 
 const prefix = (agent: string) => agent.toUpperCase().replace(/-/g, '_');
@@ -75,7 +81,15 @@ export function loadCallBudgetSettings(
       `must be a fraction above 0 and at most 1, got "${share}"`,
     );
   }
-  return { limits, leaseSeconds, customerShare };
+  const news = raw(env, callBudgetSettingNames.pauseNewsSeconds);
+  const pauseNewsSeconds = news === undefined ? 1 : Number(news);
+  if (!Number.isInteger(pauseNewsSeconds) || pauseNewsSeconds < 0 || pauseNewsSeconds > 60) {
+    throw new SettingsError(
+      callBudgetSettingNames.pauseNewsSeconds,
+      `must be an integer from 0 (never look) to 60, got "${news}"`,
+    );
+  }
+  return { limits, leaseSeconds, customerShare, pauseNewsSeconds };
 }
 
 export { isLimited };

@@ -268,6 +268,20 @@ describe('global call budget', () => {
     assert.equal(reads.n - before, 1, 'one read before a call after a quiet second');
   });
 
+  it('a host set to look for a pause every 5 s reads the row before a call only after 5 quiet seconds', async () => {
+    // CALL_BUDGET_PAUSE_NEWS_SECONDS: many instances each calling seldom trade freshness for reads.
+    const service = `svc-${randomUUID().slice(0, 8)}`;
+    const { counted, reads } = countingReads();
+    const g = gate(service, 'seldom', {}, 5_000, 60_000, true, { table: counted, pauseNewsMs: 5_000 });
+    assert.equal((await g.admit(request(1))).kind, 'start');
+    g.done(5);
+    const before = reads.n;
+    await sleep(1_500);
+    assert.equal((await g.admit(request(2))).kind, 'start');
+    g.done(5);
+    assert.equal(reads.n - before, 0, 'news 1.5 s old is fresh enough');
+  });
+
   it('an instance without a free slot reads no lease row for the requests it sends to wait', async () => {
     // The look is for a call about to start: an instance standing aside receives requests all the
     // time (a quarter of them at four hosts) and calls none; a read for each quiet second there

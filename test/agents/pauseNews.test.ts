@@ -64,6 +64,19 @@ describe('pause news: a call starts only on news of a pause under a second old',
     assert.equal(await second, false);
   });
 
+  it('with a limit of 0 the news is never stale: no look at all (CALL_BUDGET_PAUSE_NEWS_SECONDS=0)', async () => {
+    const news = new PauseNews(0);
+    assert.equal(news.stale(1e12), false);
+    let looks = 0;
+    assert.equal(
+      await news.fresh(1e12, async () => {
+        looks += 1;
+      }),
+      true,
+    );
+    assert.equal(looks, 0);
+  });
+
   it("counts the service's answers, not its refusals nor a call it never answered", () => {
     for (const s of [200, 201, 400, 404, 409, 422]) assert.equal(acceptedStatus(s), true, `${s}`);
     for (const s of [429, 500, 502, 503, 504, undefined]) assert.equal(acceptedStatus(s), false, `${s}`);

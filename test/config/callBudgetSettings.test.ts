@@ -43,6 +43,20 @@ describe("call budget settings (issue 26): each Agent's limits, the lease, the c
       failsNaming({ CALL_BUDGET_LEASE_SECONDS: bad }, 'CALL_BUDGET_LEASE_SECONDS');
   });
 
+  it('the pause news may be 1 s old by default, 0 (never look) to 60 s', () => {
+    assert.equal(loadCallBudgetSettings(declared, {}).pauseNewsSeconds, 1);
+    assert.equal(
+      loadCallBudgetSettings(declared, { CALL_BUDGET_PAUSE_NEWS_SECONDS: '0' }).pauseNewsSeconds,
+      0,
+    );
+    assert.equal(
+      loadCallBudgetSettings(declared, { CALL_BUDGET_PAUSE_NEWS_SECONDS: '5' }).pauseNewsSeconds,
+      5,
+    );
+    for (const bad of ['-1', '1.5', '61', 'often'])
+      failsNaming({ CALL_BUDGET_PAUSE_NEWS_SECONDS: bad }, 'CALL_BUDGET_PAUSE_NEWS_SECONDS');
+  });
+
   it("the customer share defaults to the domain's and is a fraction above 0, at most 1", () => {
     assert.equal(loadCallBudgetSettings(declared, {}).customerShare, defaultCustomerShare);
     assert.equal(loadCallBudgetSettings(declared, { CALL_BUDGET_CUSTOMER_SHARE: '1' }).customerShare, 1);
