@@ -64,6 +64,21 @@ describe('pause news: a call starts only on news of a pause under a second old',
     assert.equal(await second, false);
   });
 
+  it('a look given up that fails late does not drop the newer look on the way', async () => {
+    const news = new PauseNews();
+    const looks: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+    const look = () => new Promise<void>((resolve, reject) => looks.push({ resolve, reject }));
+    assert.equal(await news.fresh(1_000, look, 10), false, 'the first look is given up');
+    const second = news.fresh(1_000, look, 1_000);
+    assert.equal(looks.length, 2);
+    looks[0].reject(new Error('late failure')); // the news stays stale
+    await new Promise((r) => setImmediate(r));
+    const third = news.fresh(1_000, look, 1_000);
+    assert.equal(looks.length, 2, 'the second look is still the one on the way');
+    looks[1].resolve();
+    assert.deepEqual(await Promise.all([second, third]), [true, true]);
+  });
+
   it('with a limit of 0 the news is never stale: no look at all (CALL_BUDGET_PAUSE_NEWS_SECONDS=0)', async () => {
     const news = new PauseNews(0);
     assert.equal(news.stale(1e12), false);
