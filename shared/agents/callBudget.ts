@@ -196,7 +196,7 @@ export class ServiceCallGate {
   private peakInFlight = 0;
   private concurrencyWaits = 0;
   private pausing: Promise<void> | undefined;
-  /** How fresh what this process knows of a pause is (a call starts only on news under 1 s old). */
+  /** How fresh what this process knows of a pause is (a call starts only on news within its age limit). */
   private readonly news: PauseNews;
   private readonly waiting = new Map<string, { since: number; orderId: string; at: number }>();
   /** The waiting count the lease row last got from this instance (the operators' readout shows it). */
@@ -617,8 +617,9 @@ export class ServiceCallGate {
 
   /**
    * Before a call: a pause another instance recorded is known here (pauseNews.ts). Reads the row
-   * only when neither the row nor the service said anything in the last second; a failed read
-   * lets the call go (the grant still bounds it) and the next call looks again.
+   * only when neither the row nor the service said anything within the news' age limit (1 s by
+   * default); a failed read lets the call go (the grant still bounds it) and the next call looks
+   * again.
    */
   async pauseKnown(): Promise<void> {
     const warn = (error: string) =>

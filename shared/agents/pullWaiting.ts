@@ -266,7 +266,7 @@ async function servePulled(
     const id = `${requestIdOf(request)}:waiting:${request.waits ?? 0}:start`;
     await extendCompleteBy(deps.bus, request, completeBy, id);
   }
-  // A host that heard nothing for a second reads the lease row first (pauseNews.ts).
+  // A host that heard nothing of the service lately (1 s by default) reads the lease row first (pauseNews.ts).
   await gate.pauseKnown();
   if (gate.paused) {
     // The service pushed back since this slot was claimed (a 429 here or, by the lease row,

@@ -1,6 +1,6 @@
 import { isLimited, type CallLimits } from '../domain/callBudget.js';
 import { defaultCustomerShare } from '../domain/callLine.js';
-import { SettingsError } from './settings.js';
+import { integer, SettingsError } from './settings.js';
 
 /**
  * The Agents' global call limits (issue 26): each Agent's declared limits, overridden per service
@@ -65,14 +65,7 @@ export function loadCallBudgetSettings(
       ...(maxConcurrentCalls !== undefined ? { maxConcurrentCalls } : {}),
     };
   }
-  const lease = raw(env, callBudgetSettingNames.leaseSeconds);
-  const leaseSeconds = lease === undefined ? 5 : Number(lease);
-  if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1 || leaseSeconds > 60) {
-    throw new SettingsError(
-      callBudgetSettingNames.leaseSeconds,
-      `must be an integer from 1 to 60, got "${lease}"`,
-    );
-  }
+  const leaseSeconds = integer(env, callBudgetSettingNames.leaseSeconds, 5, 1, 60);
   const share = raw(env, callBudgetSettingNames.customerShare);
   const customerShare = share === undefined ? defaultCustomerShare : Number(share);
   if (!Number.isFinite(customerShare) || customerShare <= 0 || customerShare > 1) {
@@ -81,14 +74,8 @@ export function loadCallBudgetSettings(
       `must be a fraction above 0 and at most 1, got "${share}"`,
     );
   }
-  const news = raw(env, callBudgetSettingNames.pauseNewsSeconds);
-  const pauseNewsSeconds = news === undefined ? 1 : Number(news);
-  if (!Number.isInteger(pauseNewsSeconds) || pauseNewsSeconds < 0 || pauseNewsSeconds > 60) {
-    throw new SettingsError(
-      callBudgetSettingNames.pauseNewsSeconds,
-      `must be an integer from 0 (never look) to 60, got "${news}"`,
-    );
-  }
+  // 0: never look.
+  const pauseNewsSeconds = integer(env, callBudgetSettingNames.pauseNewsSeconds, 1, 0, 60);
   return { limits, leaseSeconds, customerShare, pauseNewsSeconds };
 }
 

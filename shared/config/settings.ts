@@ -145,7 +145,8 @@ function url(env: Env, name: string): string {
   return value.replace(/\/+$/, '');
 }
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+/** An integer setting within [min, max], or `fallback` when unset; out of range fails naming it. */
+export function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = read(env, name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
